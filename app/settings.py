@@ -1,0 +1,194 @@
+"""The one settings class. Built once (app factory or CLI) and passed in; nothing else reads
+the environment.
+
+A bad or missing value stops the process at start with one line naming the variable
+(``settings_from_env``); it never turns into 401s at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.errors import ConfigError
+from app.security.origins import OriginAllowlist, OriginError, parse_url
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./looping-edge.db"
+
+
+def _env(name: str) -> Any:
+    return Field(validation_alias=AliasChoices(name))
+
+
+class Settings(BaseSettings):
+    """Every knob of the edge. Env var names are given by the aliases."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="EDGE_", case_sensitive=False, extra="ignore", populate_by_name=True
+    )
+
+    # --- identity of this edge ---------------------------------------------------------------
+    signing_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("A2A_SIGNING_KEY")
+    )
+    signing_key_file: Path | None = Field(
+        default=None, validation_alias=AliasChoices("A2A_SIGNING_KEY_FILE")
+    )
+    gateway_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=AliasChoices("GATEWAY_ORIGINS")
+    )
+    public_url: str = Field(default="", validation_alias=AliasChoices("PUBLIC_URL"))
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL, validation_alias=AliasChoices("DATABASE_URL")
+    )
+
+    # --- wire --------------------------------------------------------------------------------
+    rpc_path: str = "/a2a"
+    jwks_path: str = "/.well-known/jwks.json"
+    identity_claim: str = "https://loopingai.org/identity"
+    tenant_claim: str = "https://loopingai.org/tenant"
+    allow_loopback_http: bool = False
+    max_body_bytes: int = Field(default=65536, ge=1024, le=16 * 1024 * 1024)
+    max_token_bytes: int = Field(default=8192, ge=512, le=65536)
+    clock_skew_seconds: int = Field(default=30, ge=0, le=600)
+    max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)
+
+    # --- gateway JWKS fetching (CONTRACT §3 step 5) ---------------------------------------------
+    jwks_cache_seconds: float = Field(default=600.0, gt=0)
+    jwks_cooldown_seconds: float = Field(default=30.0, ge=0)
+    jwks_deadline_seconds: float = Field(default=3.0, gt=0, le=60)
+    jwks_max_bytes: int = Field(default=65536, ge=1024, le=1024 * 1024)
+
+    # --- stub card ----------------------------------------------------------------------------
+    card_name: str = "looping-edge"
+    card_description: str = "A2A edge serving agents behind one endpoint"
+    card_version: str = "0.1.0"
+    card_max_age_seconds: int = Field(default=300, ge=0)
+
+    # --- tenants ------------------------------------------------------------------------------
+    tenant_refresh_seconds: float = Field(default=2.0, gt=0, le=300)
+
+    # --- durable turns ------------------------------------------------------------------------
+    worker_concurrency: int = Field(default=16, ge=1, le=1024)
+    lease_seconds: float = Field(default=30.0, ge=1, le=3600)
+    poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    turn_max_attempts: int = Field(default=3, ge=1, le=100)
+    turn_retry_base_seconds: float = Field(default=1.0, ge=0)
+    turn_timeout_seconds: float = Field(default=600.0, gt=0)
+    failure_text: str = "The agent could not complete this turn. Please try again."
+    blocking_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    task_retention_days: float = Field(default=30.0, gt=0)
+    default_history_length: int = Field(default=50, ge=0, le=1000)
+
+    # --- push delivery ------------------------------------------------------------------------
+    push_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    push_retry_budget_seconds: float = Field(default=3600.0, gt=0)
+    push_retry_base_seconds: float = Field(default=1.0, gt=0)
+    push_retry_max_seconds: float = Field(default=300.0, gt=0)
+    push_unauthorized_retries: int = Field(default=3, ge=0, le=20)
+    push_concurrency: int = Field(default=16, ge=1, le=1024)
+    push_secret_key: SecretStr | None = None
+
+    # --- ops ----------------------------------------------------------------------------------
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("gateway_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError:
+                    raise ValueError("must be a JSON array of origins or one origin") from None
+            return [text]
+        return value
+
+    @field_validator("rpc_path", "jwks_path")
+    @classmethod
+    def _absolute_path(cls, value: str) -> str:
+        if not value.startswith("/") or "?" in value or "#" in value or value.endswith("/"):
+            raise ValueError("must be an absolute path like /a2a (no query, no trailing slash)")
+        return value
+
+    # --- derived values -------------------------------------------------------------------------
+
+    @property
+    def public_origin(self) -> str:
+        return parse_url(self.public_url, allow_loopback_http=True).origin
+
+    @property
+    def endpoint_url(self) -> str:
+        """The audience of gateway tokens and the card's interface URL (CONTRACT §2)."""
+        return self.public_origin + self.rpc_path
+
+    @property
+    def jwks_url(self) -> str:
+        return self.public_origin + self.jwks_path
+
+    @property
+    def allowlist(self) -> OriginAllowlist:
+        return OriginAllowlist.from_entries(
+            self.gateway_origins, allow_loopback_http=self.allow_loopback_http
+        )
+
+    def signing_key_json(self) -> str:
+        """The private JWK text, from ``A2A_SIGNING_KEY`` or ``A2A_SIGNING_KEY_FILE``."""
+        if self.signing_key is not None and self.signing_key.get_secret_value().strip():
+            return self.signing_key.get_secret_value()
+        if self.signing_key_file is not None:
+            try:
+                return self.signing_key_file.read_text(encoding="utf-8")
+            except OSError:
+                raise ConfigError(
+                    "A2A_SIGNING_KEY_FILE: cannot read the key file", reason="config"
+                ) from None
+        raise ConfigError(
+            "A2A_SIGNING_KEY: required (or A2A_SIGNING_KEY_FILE); generate one with looping-keys"
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def validate_for_serving(self) -> None:
+        """The checks that need more than one field; raise ``ConfigError`` naming the variable."""
+        if not self.public_url:
+            raise ConfigError("PUBLIC_URL: required (e.g. https://edge.example.com)")
+        try:
+            parsed = parse_url(self.public_url, allow_loopback_http=True)
+        except OriginError as exc:
+            raise ConfigError(f"PUBLIC_URL: {exc}") from None
+        if parsed.path not in ("", "/"):
+            raise ConfigError("PUBLIC_URL: must be scheme://host[:port] with no path")
+        try:
+            self.allowlist  # noqa: B018 - validation side effect
+        except OriginError as exc:
+            raise ConfigError(f"GATEWAY_ORIGINS: {exc}") from None
+
+
+def _variable_name(loc: tuple[int | str, ...]) -> str:
+    field = str(loc[0]) if loc else "?"
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices) and field in (name, *map(str, alias.choices)):
+            return str(alias.choices[0])
+    return f"EDGE_{field.upper()}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment (plus explicit overrides, for tests).
+
+    Raises ``ConfigError`` with one line naming the variable.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{_variable_name(first['loc'])}: {first['msg']}") from None
