@@ -1,0 +1,220 @@
+"""Tenant ids and tenant manifests: what an operator registers, checked before it is stored.
+
+A manifest becomes a signed tenant card (CONTRACT §4, §8). Everything that could make signing
+fail, or make verifiers disagree about the signed bytes, is refused here, at registration,
+with a message naming the field: unknown fields, empty required values, skills the a2a.proto
+``AgentSkill`` rejects, nulls inside extension params (the a2a-sdk keeps ``null`` where our
+canonical form drops it), lone surrogates, and capability flags that contradict the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Self
+
+from a2a.types import AgentCapabilities, AgentSkill
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
+_TENANT_ID = re.compile(TENANT_ID_RE)
+
+# What the edge itself provides to every tenant (CONTRACT §4): a manifest may restate these
+# flags but never contradict them. Streaming is off in this build (SendStreamingMessage → -32004).
+EDGE_CAPABILITY_FLAGS: dict[str, bool] = {
+    "streaming": False,
+    "pushNotifications": True,
+    "extendedAgentCard": True,
+}
+
+MAX_MANIFEST_BYTES = 256 * 1024
+_MAX_PARAMS_DEPTH = 32
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=False, min_length=1, max_length=512)]
+Description = Annotated[str, StringConstraints(min_length=1, max_length=16384)]
+Mode = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^\S+$")]
+
+
+def validate_tenant_id(value: str) -> str:
+    """Return ``value`` if it is a valid tenant id (CONTRACT §8), else raise ``ValueError``."""
+    if not isinstance(value, str) or not _TENANT_ID.fullmatch(value):
+        raise ValueError(
+            "tenant id must be 1-63 characters: lowercase letters, digits and '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def _not_blank(value: str, field: str) -> None:
+    if not value.strip():
+        raise ValueError(f"{field}: must not be blank")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        strict=True,
+    )
+
+
+class ManifestSkill(_Model):
+    """An A2A ``AgentSkill`` (a2a.proto): id, name, description and tags required."""
+
+    id: NonEmpty
+    name: NonEmpty
+    description: Description
+    tags: Annotated[list[NonEmpty], Field(min_length=1, max_length=64)]
+    examples: list[Description] | None = None
+    input_modes: list[Mode] | None = None
+    output_modes: list[Mode] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        for field in ("id", "name", "description"):
+            _not_blank(getattr(self, field), field)
+        for tag in self.tags:
+            _not_blank(tag, "tags")
+        return self
+
+
+class TenantManifest(_Model):
+    """The registered description of one tenant's agent (CONTRACT §8)."""
+
+    name: NonEmpty
+    description: Description
+    version: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    capabilities: dict[str, Any] | None = None
+    default_input_modes: Annotated[list[Mode], Field(min_length=1, max_length=32)] = Field(
+        default_factory=lambda: ["text/plain"]
+    )
+    default_output_modes: Annotated[list[Mode], Field(min_length=1, max_length=32)] = Field(
+        default_factory=lambda: ["text/plain"]
+    )
+    skills: Annotated[list[ManifestSkill], Field(max_length=256)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        for field in ("name", "description", "version"):
+            _not_blank(getattr(self, field), field)
+        ids = [skill.id for skill in self.skills]
+        if len(set(ids)) != len(ids):
+            raise ValueError("skills: skill ids must be unique")
+        if self.capabilities is not None:
+            _check_capabilities(self.capabilities)
+        for index, skill in enumerate(self.skills):
+            _round_trip(AgentSkill, skill.model_dump(exclude_none=True), f"skills[{index}]")
+        try:
+            json.dumps(self.model_dump(), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("manifest contains invalid Unicode (a lone surrogate)") from None
+        return self
+
+    @classmethod
+    def from_json_text(cls, text: str) -> TenantManifest:
+        """Parse and validate; ``ValueError`` with a readable message naming the field."""
+        if len(text.encode("utf-8", errors="surrogatepass")) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+        try:
+            data = json.loads(
+                text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant
+            )
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"manifest is not valid JSON (line {exc.lineno})") from None
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: object) -> TenantManifest:
+        """Validate an already parsed manifest (e.g. a stored one or an admin API body)."""
+        if not isinstance(data, dict):
+            raise ValueError("manifest must be a JSON object")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(f"invalid manifest: {_describe(exc)}") from None
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest as stored: camelCase, absent optionals omitted."""
+        data: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
+        return data
+
+    def card_fields(self) -> dict[str, Any]:
+        """The A2A card fields this manifest supplies (camelCase), for the card builder."""
+        capabilities = dict(self.capabilities or {})
+        capabilities.update(EDGE_CAPABILITY_FLAGS)
+        fields = self.as_json()
+        fields["capabilities"] = capabilities
+        return fields
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"manifest repeats the member '{key[:64]}'")
+        result[key] = value
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"manifest uses {name}, which JSON does not allow")
+
+
+def _round_trip(message_type: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Parse into the a2a.proto type so the card signer can never meet a shape it rejects."""
+    try:
+        parsed: dict[str, Any] = MessageToDict(ParseDict(data, message_type()))
+    except (ParseError, TypeError, ValueError):
+        raise ValueError(f"{where}: not a valid A2A {message_type.__name__}") from None
+    return parsed
+
+
+def _check_capabilities(capabilities: dict[str, Any]) -> None:
+    _round_trip(AgentCapabilities, capabilities, "capabilities")
+    for flag, edge_value in EDGE_CAPABILITY_FLAGS.items():
+        if flag in capabilities and capabilities[flag] is not edge_value:
+            raise ValueError(f"capabilities.{flag}: must be {str(edge_value).lower()} on this edge")
+    for index, extension in enumerate(capabilities.get("extensions") or []):
+        params = extension.get("params") if isinstance(extension, dict) else None
+        if params is not None:
+            _check_params(params, f"capabilities.extensions[{index}].params", 1)
+
+
+def _check_params(value: Any, where: str, depth: int) -> None:
+    # CONTRACT §4 drops nulls from the canonical form while the a2a-sdk verifier keeps them:
+    # a null would make the same card verify for one and fail for the other. Refuse it.
+    if value is None:
+        raise ValueError(f"{where}: null is not allowed in a signed card")
+    if depth > _MAX_PARAMS_DEPTH:
+        raise ValueError(f"{where}: nested deeper than {_MAX_PARAMS_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_params(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_params(item, f"{where}[{index}]", depth + 1)
+
+
+def _describe(exc: ValidationError) -> str:
+    """``field.path: message`` for the first few errors, never the offending input."""
+    parts = []
+    for error in exc.errors(include_input=False, include_url=False)[:3]:
+        path = ""
+        for item in error["loc"]:
+            path += f"[{item}]" if isinstance(item, int) else (f".{item}" if path else str(item))
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{path}: {message}" if path else message)
+    return "; ".join(parts)
