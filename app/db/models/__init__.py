@@ -1,0 +1,18 @@
+"""All ORM tables; importing this package registers them on ``Base.metadata``."""
+
+from app.db.models.base import Base
+from app.db.models.push import PushConfigRow, PushOutboxRow
+from app.db.models.tasks import ActorRow, SessionRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.models.tenants import TenantRow
+
+__all__ = [
+    "ActorRow",
+    "Base",
+    "PushConfigRow",
+    "PushOutboxRow",
+    "SessionRow",
+    "TaskMessageRow",
+    "TaskRow",
+    "TenantRow",
+    "TurnRow",
+]

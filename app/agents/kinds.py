@@ -1,0 +1,5 @@
+"""The agent kinds a tenant definition may name."""
+
+from __future__ import annotations
+
+AGENT_KINDS: tuple[str, ...] = ("echo", "scripted")

@@ -1,0 +1,28 @@
+"""ASGI entry for uvicorn (``app.asgi:app``): builds settings and services once per process.
+
+The CLI passes which background loops to run through ``LOOPING_EDGE_BACKGROUND`` because
+uvicorn's multi-worker mode imports the app in fresh processes; this module is the process
+entry point, the one place besides the CLI that reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from app.errors import ConfigError
+from app.main import create_app
+from app.runtime import attach_background
+from app.services import build_services
+from app.settings import load_settings
+
+try:
+    _settings = load_settings()
+    _services = build_services(_settings)
+except ConfigError as exc:
+    print(f"looping-edge: {exc.message}", file=sys.stderr)  # noqa: T201 - process entry
+    raise SystemExit(78) from None
+
+_flags = set(filter(None, os.environ.get("LOOPING_EDGE_BACKGROUND", "workers,push").split(",")))
+attach_background(_services, workers="workers" in _flags, push="push" in _flags)
+app = create_app(_services)

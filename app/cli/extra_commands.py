@@ -1,0 +1,11 @@
+"""Registrars of the commands owned by other packages: ``worker`` (durable turns),
+``push`` and ``gateway-dev`` (push delivery). Each module exposes ``register(sub)``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+Registrar = Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
+
+REGISTRARS: list[Registrar] = []

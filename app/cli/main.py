@@ -1,0 +1,39 @@
+"""``looping-edge``: the operator's command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from app.cli import serve, tenants
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="looping-edge",
+        description="Multi-tenant, zero-trust A2A gateway edge. Configuration comes from the "
+        "environment (see README: A2A_SIGNING_KEY, GATEWAY_ORIGINS, PUBLIC_URL, DATABASE_URL).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve.register(sub)
+    tenants.register(sub)
+    for extra in _optional_commands():
+        extra(sub)
+    return parser
+
+
+def _optional_commands():  # type: ignore[no-untyped-def]
+    """Commands contributed by other packages (worker, push, gateway-dev)."""
+    from app.cli import extra_commands
+
+    return extra_commands.REGISTRARS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""``looping-edge serve`` and ``looping-edge migrate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli.common import EXIT_CONFIG, fail, settings_or_exit
+from app.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="run the edge (HTTP + in-process worker + push)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--no-worker", action="store_true", help="do not run turn workers here")
+    serve.add_argument("--no-push", action="store_true", help="do not deliver pushes here")
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", help="upgrade the database schema to head (Alembic)")
+    migrate.set_defaults(func=cmd_migrate)
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    from app.db.migrate import upgrade_to_head
+
+    settings = settings_or_exit()
+    upgrade_to_head(settings.database_url)
+    print(f"schema at head on {settings.database_url.split('://', 1)[0]}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.ops.logging import configure_logging
+
+    settings = settings_or_exit()
+    if settings.is_sqlite and args.workers > 1:
+        return fail("--workers > 1 needs PostgreSQL (SQLite runs in one process)", EXIT_CONFIG)
+    try:
+        settings.validate_for_serving()
+        settings.signing_key_json()
+    except ConfigError as exc:
+        return fail(exc.message, EXIT_CONFIG)
+    configure_logging(settings.log_level, json_logs=settings.log_json)
+    # The factory builds the services inside each uvicorn worker process.
+    import os
+
+    os.environ["LOOPING_EDGE_BACKGROUND"] = _background_flags(args)
+    uvicorn.run(
+        "app.asgi:app",
+        factory=False,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        # X-Forwarded-* is never trusted for anything security-relevant: audience and card URLs
+        # come from PUBLIC_URL only (CONTRACT §2).
+        proxy_headers=False,
+        server_header=False,
+        access_log=False,
+        log_config=None,
+    )
+    return 0
+
+
+def _background_flags(args: argparse.Namespace) -> str:
+    flags = []
+    if not args.no_worker:
+        flags.append("workers")
+    if not args.no_push:
+        flags.append("push")
+    return ",".join(flags)

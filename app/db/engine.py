@@ -1,0 +1,74 @@
+"""The database handle: one async engine and session factory per process.
+
+``DATABASE_URL`` picks the backend: ``postgresql+asyncpg://`` in production and tests,
+``sqlite+aiosqlite:///`` as the embedded single-process default (ARCHITECTURE, Storage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.pool import NullPool
+
+from app.errors import ConfigError
+
+_SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers proceed during a write; busy_timeout turns writer contention into a
+    # short wait instead of "database is locked"; foreign keys are off by default in SQLite.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+class Database:
+    """Owns the engine; hands out short transactions (one per unit of work)."""
+
+    def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False) -> None:
+        try:
+            parsed = make_url(url)
+        except Exception:
+            raise ConfigError("DATABASE_URL: not a valid database URL") from None
+        if parsed.drivername not in _SUPPORTED_DRIVERS:
+            raise ConfigError(
+                "DATABASE_URL: use postgresql+asyncpg://... or sqlite+aiosqlite:///path"
+            )
+        self.url = url
+        self.dialect = "sqlite" if parsed.drivername.startswith("sqlite") else "postgresql"
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.dialect == "postgresql":
+            kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False)
+        else:
+            kwargs.update(poolclass=NullPool) if parsed.database in (None, "", ":memory:") else None
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.dialect == "sqlite":
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """One short transaction: commit on success, roll back on any exception."""
+        async with self.sessions() as session, session.begin():
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

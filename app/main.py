@@ -1,0 +1,64 @@
+"""The app factory: settings in, a wired ASGI app out.
+
+Settings are built once by the caller (CLI or tests) and passed in; the lifespan starts the
+background loops (turn workers, push delivery) and closes every resource on shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from app.http.routes import build_routes
+from app.rpc.dispatch import RpcDispatcher
+from app.rpc.methods import build_method_table
+from app.services import EdgeServices
+
+
+async def _not_found(_: Request, exc: Exception) -> Response:
+    # CONTRACT §2: anything that is not a route is a 404 (wrong method included).
+    status = exc.status_code if isinstance(exc, HTTPException) else 404
+    if status in (404, 405):
+        return PlainTextResponse("not found", status_code=404)
+    return PlainTextResponse("bad request", status_code=status)
+
+
+def create_app(services: EdgeServices) -> FastAPI:
+    dispatcher = RpcDispatcher(
+        verifier=services.verifier,
+        tenants=services.tenants,
+        methods=build_method_table(services),
+        max_body_bytes=services.settings.max_body_bytes,
+        observer=services.metrics,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        for service in services.background:
+            await service.start()
+        try:
+            yield
+        finally:
+            services.readiness.draining = True
+            for service in reversed(services.background):
+                await service.stop()
+            await services.aclose()
+
+    app = FastAPI(
+        title="looping-edge",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _not_found},
+    )
+    # POST /a2a/ is a 404, never a redirect to /a2a (REFERENCE-CASES 105).
+    app.router.redirect_slashes = False
+    app.router.routes.extend(build_routes(services, dispatcher))
+    app.state.services = services
+    return app

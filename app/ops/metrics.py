@@ -1,0 +1,61 @@
+"""Prometheus metrics (base units; no tenant, identity or task ids as labels)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+
+class Metrics:
+    """One registry per app instance (tests build many apps in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.rpc_requests = Counter(
+            "edge_rpc_requests_total",
+            "JSON-RPC calls by method and outcome",
+            ["method", "outcome"],
+            registry=r,
+        )
+        self.rpc_seconds = Histogram(
+            "edge_rpc_duration_seconds",
+            "JSON-RPC call latency by method",
+            ["method"],
+            registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+        )
+        self.token_refusals = Counter(
+            "edge_token_refusals_total", "Gateway tokens refused, by reason", ["reason"], registry=r
+        )
+        self.jwks_fetches = Counter(
+            "edge_jwks_fetches_total", "Gateway JWKS fetches by result", ["result"], registry=r
+        )
+        self.turns = Counter(
+            "edge_turns_total", "Turns finished, by result", ["result"], registry=r
+        )
+        self.push_deliveries = Counter(
+            "edge_push_deliveries_total", "Push delivery attempts by result", ["result"], registry=r
+        )
+        self.push_outbox_depth = Gauge(
+            "edge_push_outbox_depth", "Undelivered push outbox rows", registry=r
+        )
+        self.push_oldest_pending_seconds = Gauge(
+            "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
+        )
+
+    # RpcObserver role (app.rpc.dispatch)
+    def rpc_finished(self, method: str, outcome: str, seconds: float) -> None:
+        self.rpc_requests.labels(method, outcome).inc()
+        self.rpc_seconds.labels(method).observe(seconds)
+
+    def token_refused(self, reason: str) -> None:
+        self.token_refusals.labels(reason).inc()
+
+    def jwks_fetched(self, result: str) -> None:
+        self.jwks_fetches.labels(result).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,209 @@
+"""The RPC path of one POST, in the load-bearing order of CONTRACT §3.
+
+1-8  the gateway token (``TokenVerifier``) before anything else is read;
+9    the body: size bound (413), JSON (-32700), one JSON-RPC 2.0 request object (-32600);
+10   ``params.tenant``: required (-32602), equal to the token's tenant claim (401), known (-32602);
+11   ``A2A-Version`` (-32009);
+12   the method (-32601), then the handler.
+
+Framework-free: the HTTP layer hands in the header values and a bounded body reader and
+turns the ``RpcOutcome`` into a response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.errors import (
+    HttpRefusal,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    RpcError,
+    Unauthorized,
+    VersionNotSupported,
+)
+from app.rpc.context import MethodTable, RpcCall
+from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
+from app.rpc.responses import failure, success
+from app.security.caller import CallerScope, VerifiedCaller
+from app.tenants.registry import TenantRecord
+
+log = logging.getLogger("looping_edge.rpc")
+
+SUPPORTED_VERSIONS = ("1.0",)
+# A2A §3.6.2: a request without the header is a 0.3 request.
+DEFAULT_VERSION = "0.3"
+_UNSAFE = re.compile(r"[^\x20-\x7e]")
+
+BodyReader = Callable[[int], Awaitable[bytes]]
+
+
+class TokenVerifier(Protocol):
+    async def verify(self, authorization: str | None) -> VerifiedCaller: ...
+
+
+class TenantLookup(Protocol):
+    async def get(self, tenant_id: str) -> TenantRecord | None: ...
+
+
+class RpcObserver(Protocol):
+    def rpc_finished(self, method: str, outcome: str, seconds: float) -> None: ...
+    def token_refused(self, reason: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RpcOutcome:
+    status_code: int
+    body: bytes
+    media_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A request value safe to echo in an error message: printable and bounded."""
+    cleaned = _UNSAFE.sub("?", value)
+    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
+
+
+def _json(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class RpcDispatcher:
+    def __init__(
+        self,
+        *,
+        verifier: TokenVerifier,
+        tenants: TenantLookup,
+        methods: MethodTable,
+        max_body_bytes: int,
+        observer: RpcObserver | None = None,
+    ) -> None:
+        self._verifier = verifier
+        self._tenants = tenants
+        self._methods = methods
+        self._max_body = max_body_bytes
+        self._observer = observer
+
+    async def handle(
+        self, *, authorization: str | None, version: str | None, read_body: BodyReader
+    ) -> RpcOutcome:
+        started = time.perf_counter()
+        method = "-"
+        try:
+            caller = await self._verifier.verify(authorization)
+            body = await read_body(self._max_body)
+            request = parse_request(body)
+            method = request.method if request.method in self._methods else "unknown"
+            result = await self._call(caller, request, version)
+            outcome = RpcOutcome(200, _json(success(request.id, result)))
+            self._finished(method, "ok", started)
+            return outcome
+        except HttpRefusal as refusal:
+            if isinstance(refusal, Unauthorized) and self._observer is not None:
+                self._observer.token_refused(refusal.reason)
+            self._finished(method, refusal.reason, started)
+            return _refusal(refusal)
+        except EnvelopeError as exc:
+            self._finished(method, exc.error.reason, started)
+            return RpcOutcome(200, _json(failure(exc.request_id, exc.error)))
+        except _CallFailed as exc:
+            self._finished(method, exc.error.reason, started)
+            return RpcOutcome(200, _json(failure(exc.request_id, exc.error)))
+
+    async def _call(
+        self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
+    ) -> Any:
+        tenant = await self._tenant(caller, request)
+        requested = (version or "").strip() or DEFAULT_VERSION
+        if requested not in SUPPORTED_VERSIONS:
+            raise _CallFailed(
+                request.id,
+                VersionNotSupported(
+                    f"A2A-Version '{_shown(requested, 16)}' is not supported; "
+                    f"supported versions: {', '.join(SUPPORTED_VERSIONS)}",
+                    metadata={"supportedVersions": ",".join(SUPPORTED_VERSIONS)},
+                ),
+            )
+        handler = self._methods.get(request.method)
+        if handler is None:
+            raise _CallFailed(
+                request.id,
+                MethodNotFound(f"method '{_shown(request.method)}' is not supported"),
+            )
+        call = RpcCall(
+            caller=caller,
+            scope=CallerScope(tenant=tenant.id, identity=caller.identity_key),
+            tenant=tenant,
+            method=request.method,
+            params=request.params,
+            request_id=request.id,
+        )
+        try:
+            return await handler(call)
+        except RpcError as exc:
+            raise _CallFailed(request.id, exc) from None
+        except HttpRefusal:
+            raise
+        except Exception:
+            # -32603 is what the gateway retries: only real internal faults get it, and the
+            # text never carries the exception (CONTRACT §3).
+            log.exception("rpc handler failed", extra={"method": request.method})
+            raise _CallFailed(request.id, InternalError("internal error")) from None
+
+    async def _tenant(self, caller: VerifiedCaller, request: JsonRpcRequest) -> TenantRecord:
+        addressed = request.params.get("tenant")
+        if not isinstance(addressed, str) or not addressed:
+            raise _CallFailed(
+                request.id,
+                InvalidParams(
+                    "params.tenant is required: name the agent this call addresses "
+                    "(GetExtendedAgentCard with params.tenant returns that agent's card)",
+                    reason="tenant_required",
+                ),
+            )
+        # CONTRACT §3 step 10: an absent or non-string claim is never a wildcard.
+        if caller.tenant != addressed:
+            raise Unauthorized(
+                f"token authorizes tenant '{_shown(caller.tenant or '<none>')}', "
+                f"but the request addressed '{_shown(addressed)}'",
+                reason="tenant_mismatch",
+            )
+        record = await self._tenants.get(addressed)
+        if record is None:
+            raise _CallFailed(
+                request.id,
+                InvalidParams(f"unknown tenant '{_shown(addressed)}'", reason="unknown_tenant"),
+            )
+        return record
+
+    def _finished(self, method: str, outcome: str, started: float) -> None:
+        if self._observer is not None:
+            self._observer.rpc_finished(method, outcome, time.perf_counter() - started)
+
+
+class _CallFailed(Exception):
+    def __init__(self, request_id: RequestId, error: RpcError) -> None:
+        super().__init__(error.message)
+        self.request_id = request_id
+        self.error = error
+
+
+def _refusal(refusal: HttpRefusal) -> RpcOutcome:
+    headers: dict[str, str] = {}
+    if isinstance(refusal, Unauthorized):
+        # RFC 6750 §3: the challenge names the error; the body carries the stable reason.
+        headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+    return RpcOutcome(
+        refusal.status_code,
+        refusal.body.encode(),
+        media_type="text/plain; charset=utf-8",
+        headers=headers,
+    )

@@ -1,0 +1,43 @@
+"""The method table: A2A 1.0 JSON-RPC method names to handlers (A2A §9.4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app.errors import UnsupportedOperation
+from app.rpc.context import MethodTable, RpcCall
+from app.tenants.manifest import TenantManifest
+
+if TYPE_CHECKING:
+    from app.services import EdgeServices
+
+
+def card_methods(services: EdgeServices) -> MethodTable:
+    async def get_extended_agent_card(call: RpcCall) -> Any:
+        # CONTRACT §4: the card of the addressed tenant (already matched to the token's
+        # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
+        manifest = TenantManifest.model_validate(dict(call.tenant.manifest))
+        return services.cards.tenant_card(call.tenant.id, manifest, call.tenant.revision)
+
+    return {"GetExtendedAgentCard": get_extended_agent_card}
+
+
+def streaming_methods() -> MethodTable:
+    async def not_streaming(call: RpcCall) -> Any:
+        # capabilities.streaming is false: CONTRACT §5.
+        raise UnsupportedOperation(
+            f"{call.method} is not supported: this edge does not stream "
+            "(capabilities.streaming is false); use push notifications",
+        )
+
+    return {"SendStreamingMessage": not_streaming, "SubscribeToTask": not_streaming}
+
+
+def build_method_table(services: EdgeServices) -> MethodTable:
+    from app.tasks.methods import build_task_methods
+
+    table: MethodTable = {}
+    table.update(build_task_methods(services))
+    table.update(card_methods(services))
+    table.update(streaming_methods())
+    return table

@@ -1,0 +1,84 @@
+"""The service container: everything built once from settings, passed to whoever needs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import httpx
+
+from app.cards.service import CardService
+from app.db.engine import Database
+from app.ops.health import Readiness
+from app.ops.metrics import Metrics
+from app.security.jwks import JwksFetcher
+from app.security.keys import SigningKey
+from app.security.token import GatewayTokenVerifier
+from app.settings import Settings
+from app.tenants.registry import TenantDirectory, TenantStore
+
+
+class BackgroundService(Protocol):
+    """A loop the process runs beside the HTTP server (workers, push delivery)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+@dataclass
+class EdgeServices:
+    settings: Settings
+    db: Database
+    key: SigningKey
+    cards: CardService
+    jwks: JwksFetcher
+    verifier: GatewayTokenVerifier
+    tenant_store: TenantStore
+    tenants: TenantDirectory
+    metrics: Metrics
+    readiness: Readiness
+    gateway_client: httpx.AsyncClient
+    background: list[BackgroundService] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        await self.gateway_client.aclose()
+        await self.db.dispose()
+
+
+def gateway_http_client(settings: Settings) -> httpx.AsyncClient:
+    """The client for gateway JWKS: no redirects (CONTRACT §3 step 5), bounded pool."""
+    return httpx.AsyncClient(
+        follow_redirects=False,
+        timeout=httpx.Timeout(settings.jwks_deadline_seconds),
+        limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+        trust_env=False,
+    )
+
+
+def build_services(
+    settings: Settings,
+    *,
+    gateway_client: httpx.AsyncClient | None = None,
+    db: Database | None = None,
+) -> EdgeServices:
+    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config."""
+    settings.validate_for_serving()
+    key = SigningKey.from_jwk_json(settings.signing_key_json())
+    database = db or Database(settings.database_url)
+    metrics = Metrics()
+    client = gateway_client or gateway_http_client(settings)
+    jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
+    store = TenantStore(database)
+    return EdgeServices(
+        settings=settings,
+        db=database,
+        key=key,
+        cards=CardService(settings, key),
+        jwks=jwks,
+        verifier=GatewayTokenVerifier(settings, jwks),
+        tenant_store=store,
+        tenants=TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds),
+        metrics=metrics,
+        readiness=Readiness(db=database, key_loaded=True),
+        gateway_client=client,
+    )
