@@ -1,0 +1,255 @@
+"""Verifying the gateway token: CONTRACT §3 steps 1-8, in that order.
+
+Why ``cryptography`` directly and not a JOSE library: both joserfc (1.8) and PyJWT accept an
+Ed448 key under ``alg: EdDSA`` (RFC 8037 §3.1 names both curves), keep the *last* of
+duplicate JSON member names, are loose about ``aud`` arrays (non-string members), and joserfc
+raises ``TypeError``/``RecursionError``/``ValueError`` on malformed input instead of one error
+type. The verification itself is one call (``Ed25519PublicKey.verify`` over
+``b64(header).b64(payload)``, RFC 7515 §5.2); everything around it is the strict parsing in
+``jose_strict`` and the ordered checks below, which is exactly the part the contract pins.
+
+Order (load-bearing): the unverified header and the ``iss`` origin are inspected only to
+decide *whether and where* to look for a key; nothing in the payload is trusted before the
+signature verifies (step 5), and no network I/O happens before the ``jku`` origin is known to
+be allowlisted (step 3).
+
+Hot path: a cached JWKS makes ``verify`` one Ed25519 verification plus two small JSON
+parses. The accepted protected headers and ``iss`` values are memoised (bounded), because the
+gateway sends the same header on every token; nothing is logged here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+
+from app.errors import BadRequest, EdgeError, Unauthorized
+from app.security.caller import VerifiedCaller
+from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_object
+from app.security.jwks import JwksFetcher
+from app.security.origins import OriginError, ParsedUrl, parse_url
+from app.settings import Settings
+
+# RFC 7515 §4.1.11 (crit), §4.1.3 (jwk), §4.1.5/§4.1.6 (x5u/x5c: key material from the token
+# itself), RFC 7797 §3 (b64: unencoded payload). ``enc``/``zip`` only exist on JWE
+# (RFC 7516 §4.1.2/§4.1.3): a JWS carrying them is something we do not understand.
+_FORBIDDEN_HEADERS = frozenset({"crit", "jwk", "x5u", "x5c", "b64", "enc", "zip"})
+_MEMO_LIMIT = 256  # bounded memo of accepted headers / iss values (attacker-influenced keys)
+
+
+@dataclass(frozen=True)
+class _Header:
+    kid: str
+    jku: ParsedUrl
+
+
+def _fail(reason: str, message: str) -> Unauthorized:
+    return Unauthorized(message, reason=reason)
+
+
+def _remember(memo: dict[str, Any], key: str, value: Any) -> None:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+
+
+class GatewayTokenVerifier:
+    """Turns an ``Authorization`` header into a ``VerifiedCaller`` or an ``EdgeError``.
+
+    Raises ``Unauthorized`` (401, stable ``reason``) for steps 1-6, and
+    ``BadRequest(reason="identity_missing_key")`` (400) for step 7. Any other exception
+    raised while parsing or verifying becomes a 401, never a 500.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        jwks: JwksFetcher,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._allowlist = settings.allowlist
+        self._audience = settings.endpoint_url
+        self._identity_claim = settings.identity_claim
+        self._tenant_claim = settings.tenant_claim
+        self._max_token = settings.max_token_bytes
+        self._skew = settings.clock_skew_seconds
+        self._max_lifetime = settings.max_token_lifetime_seconds
+        self._jwks = jwks
+        self._clock = clock
+        self._headers: dict[str, _Header] = {}
+        self._issuers: dict[str, str | None] = {}
+
+    async def verify(self, authorization: str | None) -> VerifiedCaller:
+        try:
+            return await self._verify(authorization)
+        except EdgeError:
+            raise
+        except Exception:
+            # Defence in depth: a bug or an unexpected library error is a refusal, not a 500.
+            raise _fail("malformed_token", "token could not be verified") from None
+
+    async def _verify(self, authorization: str | None) -> VerifiedCaller:
+        token = self._bearer(authorization)  # step 1
+        parts = token.split(".")
+        if len(parts) != 3:  # JWE compact has 5 parts (RFC 7516 §7.1); we accept JWS only
+            raise _fail("malformed_token", "token is not a compact JWS")
+        header_b64, payload_b64, signature_b64 = parts
+        header = self._headers.get(header_b64)
+        if header is None:
+            header = self._header(header_b64)  # steps 2 and 3
+            _remember(self._headers, header_b64, header)
+        claims = self._decode_claims(payload_b64)
+        self._check_issuer(claims.get("iss"), header.jku)  # step 4
+        key = await self._jwks.get_key(header.jku, header.kid)  # step 5
+        try:
+            signature = b64url_decode(signature_b64)
+            key.verify(signature, f"{header_b64}.{payload_b64}".encode("ascii"))
+        except (JoseError, InvalidSignature, ValueError):
+            raise _fail("bad_signature", "token signature is invalid") from None
+        self._check_time_and_audience(claims)  # step 6
+        return self._caller(claims, header.jku)  # steps 7 and 8
+
+    # --- step 1 ------------------------------------------------------------------------------
+
+    def _bearer(self, authorization: str | None) -> str:
+        if not authorization:
+            raise _fail("missing_bearer", "missing bearer token")
+        if len(authorization) > self._max_token + 64:
+            raise _fail("token_too_large", "bearer token is too large")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer":  # RFC 6750 §2.1; auth-scheme is case-insensitive
+            raise _fail("missing_bearer", "missing bearer token")
+        token = token.strip(" ")
+        if not token:
+            raise _fail("missing_bearer", "missing bearer token")
+        if len(token) > self._max_token:
+            raise _fail("token_too_large", "bearer token is too large")
+        if not token.isascii():
+            raise _fail("malformed_token", "token is not a compact JWS")
+        return token
+
+    # --- steps 2 and 3 -----------------------------------------------------------------------
+
+    def _header(self, header_b64: str) -> _Header:
+        try:
+            header = loads_object(b64url_decode(header_b64))
+        except JoseError:
+            raise _fail("malformed_token", "token header is not valid base64url JSON") from None
+        if header.get("alg") != "EdDSA":  # RFC 8037 §3.1; "none", HS*, RS*, ES*, Ed25519...
+            raise _fail("bad_alg", "token alg must be EdDSA")
+        if not _FORBIDDEN_HEADERS.isdisjoint(header):
+            raise _fail("forbidden_header", "token header carries a forbidden parameter")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid:
+            raise _fail("malformed_token", "token header has no kid")
+        if "jku" not in header:  # RFC 7515 §4.1.2; no fallback to a configured JWKS
+            raise _fail("missing_jku", "missing jku")
+        try:
+            # Real parser + exact origin match, before any network I/O (CONTRACT §3 step 3).
+            jku = self._allowlist.check_url(header["jku"], what="jku")
+        except OriginError as exc:
+            raise _fail("jku_not_allowed", str(exc)) from None
+        return _Header(kid=kid, jku=jku)
+
+    # --- step 4 ------------------------------------------------------------------------------
+
+    def _decode_claims(self, payload_b64: str) -> dict[str, Any]:
+        try:
+            return loads_object(b64url_decode(payload_b64))
+        except JoseError:
+            raise _fail("malformed_token", "token payload is not valid base64url JSON") from None
+
+    def _issuer_origin(self, iss: str) -> str | None:
+        """``iss`` as an origin if it *is* an origin (no path, query or fragment), else None."""
+        if iss in self._issuers:
+            return self._issuers[iss]
+        try:
+            parsed = parse_url(iss, allow_loopback_http=self._allowlist.allow_loopback_http)
+        except OriginError:
+            origin = None
+        else:
+            origin = parsed.origin if parsed.path == "/" and "?" not in iss else None
+        _remember(self._issuers, iss, origin)
+        return origin
+
+    def _check_issuer(self, iss: object, jku: ParsedUrl) -> None:
+        # iss is read unverified here only to compare origins (CONTRACT §3 step 4); it is
+        # trusted only once the signature of the same payload verifies in step 5.
+        if not isinstance(iss, str) or not iss:
+            raise _fail("iss_mismatch", "missing iss: jku origin does not match iss origin")
+        origin = self._issuer_origin(iss)
+        if origin is None or origin != jku.origin or origin not in self._allowlist.origins:
+            raise _fail("iss_mismatch", "jku origin does not match iss origin")
+
+    # --- step 6 ------------------------------------------------------------------------------
+
+    def _check_time_and_audience(self, claims: Mapping[str, Any]) -> None:
+        self._check_audience(claims.get("aud"))
+        now = self._clock()
+        exp, iat, nbf = claims.get("exp"), claims.get("iat"), claims.get("nbf")
+        if exp is None:  # stricter than core: a token without exp is refused
+            raise _fail("missing_exp", "token has no exp")
+        if not is_number(exp):
+            raise _fail("bad_claim_type", "token exp is not a number")
+        if now > exp + self._skew:  # RFC 7519 §4.1.4 with the configured leeway
+            raise _fail("expired", "token is expired")
+        if iat is None:
+            raise _fail("missing_iat", "token has no iat")
+        if not is_number(iat):
+            raise _fail("bad_claim_type", "token iat is not a number")
+        if iat > now + self._skew:
+            raise _fail("iat_in_future", "token iat is in the future")
+        if exp < iat:
+            raise _fail("bad_claim_type", "token exp is before its iat")
+        if exp - iat > self._max_lifetime:
+            raise _fail("lifetime_too_long", "token lifetime is too long")
+        if nbf is not None:
+            if not is_number(nbf):
+                raise _fail("bad_claim_type", "token nbf is not a number")
+            if nbf > now + self._skew:  # RFC 7519 §4.1.5
+                raise _fail("not_yet_valid", "token is not yet valid")
+
+    def _check_audience(self, aud: object) -> None:
+        # RFC 7519 §4.1.3: a string or an array of strings; exact match on the configured
+        # endpoint URL (never derived from Host or X-Forwarded-*).
+        if isinstance(aud, str):
+            if aud != self._audience:
+                raise _fail("bad_audience", "token audience is not this endpoint")
+            return
+        if isinstance(aud, list):
+            if not aud or not all(isinstance(item, str) for item in aud):
+                raise _fail("bad_claim_type", "token aud must be a string or strings")
+            if self._audience not in aud:
+                raise _fail("bad_audience", "token audience is not this endpoint")
+            return
+        if aud is None:
+            raise _fail("bad_audience", "token has no aud")
+        raise _fail("bad_claim_type", "token aud must be a string or strings")
+
+    # --- steps 7 and 8 -----------------------------------------------------------------------
+
+    def _caller(self, claims: Mapping[str, Any], jku: ParsedUrl) -> VerifiedCaller:
+        sub, jti = claims.get("sub"), claims.get("jti")
+        if (sub is not None and not isinstance(sub, str)) or (
+            jti is not None and not isinstance(jti, str)
+        ):
+            raise _fail("bad_claim_type", "token sub and jti must be strings")
+        identity = claims.get(self._identity_claim)
+        key = identity.get("key") if isinstance(identity, dict) else None
+        if not isinstance(identity, dict) or not isinstance(key, str) or not key:
+            raise BadRequest("gateway identity missing key", reason="identity_missing_key")
+        tenant = claims.get(self._tenant_claim)
+        return VerifiedCaller(
+            issuer=jku.origin,
+            identity_key=key,
+            # A list, a number or an empty string is never a tenant (CONTRACT §3 step 8).
+            tenant=tenant if isinstance(tenant, str) and tenant else None,
+            identity=identity,
+            subject=sub,
+            token_id=jti,
+        )
