@@ -13,7 +13,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -111,20 +111,27 @@ class CardService:
         return cached
 
     def tenant_document(
-        self, tenant_id: str, manifest: TenantManifest, revision: int
+        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], revision: int
     ) -> SignedDocument:
-        """The signed tenant card; ``revision`` must change whenever the manifest does."""
+        """The signed tenant card; ``revision`` must change whenever the manifest does.
+
+        ``manifest`` may be the stored JSON object: it is validated only on a cache miss, so a
+        steady-state ``GetExtendedAgentCard`` neither validates nor signs. An invalid stored
+        manifest raises ``ValueError``.
+        """
         validate_tenant_id(tenant_id)
         cache_key = (tenant_id, revision)
         cached = self._tenants.get(cache_key)
         if cached is None:
+            if not isinstance(manifest, TenantManifest):
+                manifest = TenantManifest.from_data(dict(manifest))
             card = build_tenant_card(self._settings, tenant_id, manifest, self._options)
             cached = signed_document(sign_card(card, self._key, jku=self._jwks_url))
             self._tenants.put(cache_key, cached)
         return cached
 
     def tenant_card(
-        self, tenant_id: str, manifest: TenantManifest, revision: int
+        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], revision: int
     ) -> dict[str, Any]:
         """The ``GetExtendedAgentCard`` result: the signed card object (a private copy)."""
         return copy.deepcopy(self.tenant_document(tenant_id, manifest, revision).card)

@@ -87,6 +87,18 @@ def _origin(value: object, what: str) -> str:
         raise ValueError(f"{what} must be an absolute URL: {exc}") from None
 
 
+class _DuplicateMember(ValueError):
+    pass
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Two "d" or "kid" members would let different JSON parsers load different keys.
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateMember
+    return result
+
+
 def _key_error(detail: str) -> ConfigError:
     # Never echo the offending value: it may be the private key itself.
     return ConfigError(f"{_ENV}: {detail}", reason="config")
@@ -154,7 +166,9 @@ class SigningKey:
     def from_jwk_json(cls, text: str) -> SigningKey:
         """Load ``A2A_SIGNING_KEY``; raise ``ConfigError`` naming it on any defect."""
         try:
-            jwk = json.loads(text)
+            jwk = json.loads(text, object_pairs_hook=_unique_members)
+        except _DuplicateMember:
+            raise _key_error("the JWK repeats a member") from None
         except (json.JSONDecodeError, TypeError):
             raise _key_error("must be a JSON object (an Ed25519 private JWK)") from None
         if not isinstance(jwk, dict):

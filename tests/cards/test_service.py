@@ -212,3 +212,16 @@ def test_caches_are_bounded(settings: Settings, key: SigningKey, manifest: Tenan
 def test_bad_public_url_fails_at_construction(key: SigningKey, public_url: str) -> None:
     with pytest.raises(ConfigError, match="PUBLIC_URL"):
         CardService(load_settings(public_url=public_url), key)
+
+
+def test_tenant_card_accepts_the_stored_manifest_and_validates_only_on_a_miss(
+    settings: Settings, key: SigningKey, manifest: TenantManifest, sign_counter: list[int]
+) -> None:
+    service = CardService(settings, key)
+    stored = manifest.as_json()
+    assert service.tenant_card("alpha", stored, 1) == service.tenant_card("alpha", manifest, 1)
+    assert len(sign_counter) == 1
+    # A cache hit does not look at the manifest at all (the revision is the cache key).
+    assert service.tenant_card("alpha", {"not": "validated"}, 1)["name"] == manifest.name
+    with pytest.raises(ValueError, match="invalid manifest"):
+        service.tenant_card("alpha", {**stored, "name": ""}, 2)

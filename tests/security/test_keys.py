@@ -101,6 +101,7 @@ def _bad(**changes: Any) -> str:
         (_bad(x=b64url_encode(bytes(32))), "does not match"),
         (_bad(use="enc"), "signing"),
         (_bad(alg="ES256"), "signing"),
+        (_bad()[:-1] + ', "kid": "other"}', "repeats"),
     ],
 )
 def test_refuses_bad_keys_naming_the_variable(text: str, fragment: str) -> None:
