@@ -7,6 +7,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import asyncpg
@@ -25,7 +26,7 @@ def _pg_url(dsn: str, dbname: str) -> str:
     return f"{base}/{dbname}"
 
 
-async def _pg_admin(sql: str) -> None:
+async def _pg_admin_async(sql: str) -> None:
     conn = await asyncpg.connect(PG_ADMIN_DSN)
     try:
         await conn.execute(sql)
@@ -33,16 +34,23 @@ async def _pg_admin(sql: str) -> None:
         await conn.close()
 
 
+def _pg_admin(sql: str) -> None:
+    # Session fixtures may be set up from inside a running event loop (async fixtures):
+    # run the admin statement on its own loop in a helper thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _pg_admin_async(sql)).result()
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     name = f"looping_t_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    _pg_admin(f'CREATE DATABASE "{name}"')
     url = _pg_url(PG_ADMIN_DSN, name)
     try:
         upgrade_to_head(url)
         yield url
     finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")

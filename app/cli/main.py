@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from app.cli import serve, tenants
+from app.cli import extra_commands, serve, tenants
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,16 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.register(sub)
     tenants.register(sub)
-    for extra in _optional_commands():
+    # Commands contributed by other packages (worker, push, gateway-dev).
+    for extra in extra_commands.REGISTRARS:
         extra(sub)
     return parser
-
-
-def _optional_commands():  # type: ignore[no-untyped-def]
-    """Commands contributed by other packages (worker, push, gateway-dev)."""
-    from app.cli import extra_commands
-
-    return extra_commands.REGISTRARS
 
 
 def main(argv: Sequence[str] | None = None) -> int:

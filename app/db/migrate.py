@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from alembic import command
@@ -25,8 +26,15 @@ def alembic_config(database_url: str) -> Config:
 
 
 def upgrade_to_head(database_url: str) -> None:
-    """Run from synchronous code (CLI, tests): Alembic drives its own event loop."""
-    command.upgrade(alembic_config(database_url), "head")
+    """Upgrade the schema. Alembic's env drives its own event loop, so when called from
+    inside a running loop the upgrade runs on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        command.upgrade(alembic_config(database_url), "head")
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(command.upgrade, alembic_config(database_url), "head").result()
 
 
 async def upgrade_to_head_async(database_url: str) -> None:

@@ -25,7 +25,7 @@ from app.settings import Settings, load_settings
 from app.tenants.registry import TenantRecord
 from app.testing.gateway import GatewayKit
 
-EDGE_PUBLIC_URL = "http://edge.test"
+EDGE_PUBLIC_URL = "http://localhost"
 
 
 def demo_manifest(name: str = "Demo agent") -> dict[str, Any]:

@@ -1,0 +1,157 @@
+"""Public routes (CONTRACT §2; REFERENCE-CASES 15-20, 57, 104-105)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.testing.edge import EdgeHarness, edge_harness
+
+
+@pytest.fixture
+async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
+    async with edge_harness(db_url) as harness:
+        await harness.add_tenant("demo")
+        yield harness
+
+
+def _b64json(segment: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+
+
+async def test_jwks_is_public_and_cacheable(edge: EdgeHarness) -> None:
+    r = await edge.client.get("/.well-known/jwks.json")
+    assert r.status_code == 200
+    assert r.headers["cache-control"] == "public, max-age=3600"
+    (key,) = r.json()["keys"]
+    assert "d" not in key
+    assert key == {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": key["x"],
+        "kid": "edge-test-key",
+        "use": "sig",
+        "alg": "EdDSA",
+    }
+
+
+async def test_stub_card_names_no_tenant_and_is_signed(edge: EdgeHarness) -> None:
+    r = await edge.client.get("/.well-known/agent-card.json")
+    assert r.status_code == 200
+    card = r.json()
+    assert card["capabilities"]["extendedAgentCard"] is True
+    assert card["capabilities"]["pushNotifications"] is True
+    (iface,) = card["supportedInterfaces"]
+    assert iface == {
+        "url": "http://localhost/a2a",
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
+    header = _b64json(card["signatures"][0]["protected"])
+    assert header == {
+        "alg": "EdDSA",
+        "kid": "edge-test-key",
+        "typ": "JOSE",
+        "jku": "http://localhost/.well-known/jwks.json",
+    }
+    assert "max-age=" in r.headers["cache-control"]
+
+
+async def test_card_etag_and_304(edge: EdgeHarness) -> None:
+    first = await edge.client.get("/.well-known/agent-card.json")
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and not etag.startswith("W/")
+    again = await edge.client.get("/.well-known/agent-card.json", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["etag"] == etag
+    other = await edge.client.get(
+        "/.well-known/agent-card.json", headers={"If-None-Match": '"other"'}
+    )
+    assert other.status_code == 200
+
+
+async def test_card_urls_come_from_public_url_never_from_host(edge: EdgeHarness) -> None:
+    r = await edge.client.get(
+        "/.well-known/agent-card.json",
+        headers={
+            "Host": "evil.test",
+            "X-Forwarded-Host": "evil.test",
+            "X-Forwarded-Proto": "https",
+        },
+    )
+    assert "evil" not in r.text
+    assert r.json()["supportedInterfaces"][0]["url"] == "http://localhost/a2a"
+
+
+async def test_audience_is_not_taken_from_forwarded_headers(edge: EdgeHarness) -> None:
+    token = edge.gateway.mint(
+        audience="https://evil.test/a2a", tenant="demo", identity={"key": "u1"}
+    )
+    r = await edge.rpc(
+        "GetExtendedAgentCard",
+        {},
+        token=token,
+        headers={"X-Forwarded-Host": "evil.test", "X-Forwarded-Proto": "https"},
+    )
+    assert r.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/nope"),
+        ("POST", "/a2a/"),
+        ("POST", "/rpc"),
+        ("GET", "/a2a"),
+        ("POST", "/.well-known/agent-card.json"),
+        ("DELETE", "/.well-known/jwks.json"),
+    ],
+)
+async def test_anything_else_is_404(edge: EdgeHarness, method: str, path: str) -> None:
+    r = await edge.client.request(method, path, headers=edge.headers())
+    assert r.status_code == 404
+
+
+async def test_health_routes(edge: EdgeHarness) -> None:
+    assert (await edge.client.get("/livez")).status_code == 200
+    ready = await edge.client.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["schema"] == "ok"
+    metrics = await edge.client.get("/metrics")
+    assert metrics.status_code == 200
+    assert "edge_rpc_requests_total" in metrics.text
+
+
+async def test_readyz_fails_while_draining(edge: EdgeHarness) -> None:
+    edge.services.readiness.draining = True
+    r = await edge.client.get("/readyz")
+    assert r.status_code == 503
+    assert r.json()["draining"] == "yes"
+
+
+async def test_readyz_fails_when_schema_is_behind(edge: EdgeHarness) -> None:
+    from sqlalchemy import text
+
+    async with edge.services.db.transaction() as s:
+        await s.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+    try:
+        r = await edge.client.get("/readyz")
+        assert r.status_code == 503
+        assert r.json()["schema"] == "not at head"
+    finally:
+        from app.db.migrate import head_revision
+
+        head = head_revision(edge.settings.database_url)
+        async with edge.services.db.transaction() as s:
+            await s.execute(text(f"UPDATE alembic_version SET version_num = '{head}'"))
+
+
+async def test_stub_card_lists_tenants_changed_without_restart(edge: EdgeHarness) -> None:
+    first = await edge.client.get("/.well-known/agent-card.json")
+    await edge.add_tenant("second")
+    second = await edge.client.get("/.well-known/agent-card.json")
+    assert first.headers["etag"] != second.headers["etag"]
+    assert "second" in second.json()["description"]
