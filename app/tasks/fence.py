@@ -1,0 +1,51 @@
+"""The fence a turn's writes carry (ARCHITECTURE, Durable execution: fenced writes).
+
+A worker that claims an identity's lease bumps ``actors.fence`` and keeps the new value. Every
+write the turn makes is conditioned, in the same SQL statement, on the actor row still holding
+that fence, that owner and an unexpired lease, so a paused "zombie" worker that wakes up after
+another worker took the lease over changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, exists, func, literal, select
+
+from app.db.models import ActorRow
+from app.db.models.base import Timestamp
+from app.security.caller import CallerScope
+
+
+@dataclass(frozen=True)
+class Fence:
+    owner: str  # lease owner (process owner string)
+    token: int  # actors.fence value the worker got when claiming
+
+
+def db_now(is_sqlite: bool) -> ColumnElement[Any]:
+    """The database's clock for lease comparisons.
+
+    PostgreSQL: ``now()`` (the server clock, so every replica compares against one clock).
+    SQLite runs in one process, where the process clock *is* the database clock; it is bound
+    as a parameter so it is stored and compared in SQLAlchemy's own datetime text format
+    (``CURRENT_TIMESTAMP`` has another format and second resolution).
+    """
+    if is_sqlite:
+        return literal(datetime.now(UTC), type_=Timestamp)
+    return func.now()
+
+
+def fence_holds(scope: CallerScope, fence: Fence, *, is_sqlite: bool) -> ColumnElement[bool]:
+    """``EXISTS`` clause: the actor still holds ``fence`` under an unexpired lease."""
+    return exists(
+        select(ActorRow.tenant).where(
+            ActorRow.tenant == scope.tenant,
+            ActorRow.identity == scope.identity,
+            ActorRow.fence == fence.token,
+            ActorRow.lease_owner == fence.owner,
+            ActorRow.lease_until > db_now(is_sqlite),
+        )
+    )

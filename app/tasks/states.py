@@ -1,0 +1,41 @@
+"""Task states (CONTRACT §6): the protobuf enum names of ``a2a.types.TaskState``, stored as-is
+in ``tasks.state`` so the wire value and the stored value never diverge."""
+
+from __future__ import annotations
+
+from typing import Final
+
+SUBMITTED: Final = "TASK_STATE_SUBMITTED"
+WORKING: Final = "TASK_STATE_WORKING"
+INPUT_REQUIRED: Final = "TASK_STATE_INPUT_REQUIRED"
+AUTH_REQUIRED: Final = "TASK_STATE_AUTH_REQUIRED"
+COMPLETED: Final = "TASK_STATE_COMPLETED"
+FAILED: Final = "TASK_STATE_FAILED"
+CANCELED: Final = "TASK_STATE_CANCELED"
+REJECTED: Final = "TASK_STATE_REJECTED"
+
+TERMINAL: Final[frozenset[str]] = frozenset({COMPLETED, FAILED, CANCELED, REJECTED})
+# A2A: the agent stopped to ask; a SendMessage carrying the taskId resumes it.
+INTERRUPTED: Final[frozenset[str]] = frozenset({INPUT_REQUIRED, AUTH_REQUIRED})
+# States ``mark_working`` may leave (a re-run after a crash finds the task WORKING already).
+RUNNABLE: Final[frozenset[str]] = frozenset({SUBMITTED, WORKING, INPUT_REQUIRED, AUTH_REQUIRED})
+# What a turn may end in (``TurnWrites.finish``); CANCELED is only ever written by CancelTask.
+OUTCOMES: Final[frozenset[str]] = frozenset(
+    {COMPLETED, FAILED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED}
+)
+ALL: Final[frozenset[str]] = TERMINAL | RUNNABLE
+
+# turns.status values (shared with the worker)
+TURN_QUEUED: Final = "queued"
+TURN_RUNNING: Final = "running"
+TURN_DONE: Final = "done"
+TURN_DEAD: Final = "dead"
+TURN_CANCELED: Final = "canceled"
+
+# turns.kind values
+TURN_START: Final = "start"
+TURN_RESUME: Final = "resume"
+
+
+def is_terminal(state: str) -> bool:
+    return state in TERMINAL
