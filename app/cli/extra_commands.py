@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TypeAlias
 
-Registrar = Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
+Registrar: TypeAlias = "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]"
 
 REGISTRARS: list[Registrar] = []
