@@ -16,8 +16,13 @@ from urllib.parse import urlsplit
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 # RFC 3986 §3.2.2 reg-name restricted to LDH labels: anything else is refused outright.
-_HOST_RE = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+# Used with ``fullmatch`` (``$`` would also match before a trailing newline).
+_HOST_RE = re.compile(
+    r"(?=.{1,253}\Z)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+)
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
+# WHATWG URL "ends in a number": a resolver reads "127.1" or "0x7f.1" as an IPv4 address.
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
 class OriginError(ValueError):
@@ -50,16 +55,21 @@ def _normalise_host(raw: str | None) -> str:
     host = raw.lower()
     if host.endswith("."):
         raise OriginError("host must not end with a dot")
+    if "%" in host:
+        # Percent-encoded names and IPv6 zone ids (RFC 6874) are never a gateway's origin.
+        raise OriginError("host is not a valid DNS name")
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        if not _HOST_RE.match(host):
+        if not _HOST_RE.fullmatch(host) or _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
             raise OriginError("host is not a valid DNS name") from None
         return host
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
 
 
-def parse_url(value: object, *, allow_loopback_http: bool, allow_fragment: bool = False) -> ParsedUrl:
+def parse_url(
+    value: object, *, allow_loopback_http: bool, allow_fragment: bool = False
+) -> ParsedUrl:
     """Parse an absolute URL strictly and return its normalised origin.
 
     ``https`` is required; plain ``http`` only for loopback hosts when the development setting
@@ -111,8 +121,11 @@ def normalise_allowlist_entry(entry: str, *, allow_loopback_http: bool) -> str:
     candidate = stripped if "://" in stripped else f"https://{stripped}"
     if candidate.lower().startswith("http://"):
         rest = candidate[len("http://") :]
-        host_part = rest.split("/", 1)[0].rsplit(":", 1)[0]
-        keep_http = allow_loopback_http and is_loopback_host(host_part.lower().strip("[]"))
+        try:
+            host_part = urlsplit(candidate).hostname or ""
+        except ValueError:
+            host_part = ""
+        keep_http = allow_loopback_http and is_loopback_host(host_part)
         if not keep_http:
             candidate = "https://" + rest
     parsed = parse_url(candidate, allow_loopback_http=allow_loopback_http)
