@@ -65,7 +65,7 @@ class Settings(BaseSettings):
 
     # --- stub card ----------------------------------------------------------------------------
     card_name: str = "looping-edge"
-    card_description: str = "A2A edge serving agents behind one endpoint"
+    card_description: str = "A2A edge serving agents behind one endpoint."
     card_version: str = "0.1.0"
     card_max_age_seconds: int = Field(default=300, ge=0)
 

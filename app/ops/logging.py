@@ -38,3 +38,5 @@ def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Alembic narrates every migration context at INFO (readiness checks open one).
+    logging.getLogger("alembic").setLevel(logging.WARNING)

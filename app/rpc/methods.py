@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import UnsupportedOperation
 from app.rpc.context import MethodTable, RpcCall
-from app.tenants.manifest import TenantManifest
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -16,8 +15,8 @@ def card_methods(services: EdgeServices) -> MethodTable:
     async def get_extended_agent_card(call: RpcCall) -> Any:
         # CONTRACT §4: the card of the addressed tenant (already matched to the token's
         # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
-        manifest = TenantManifest.model_validate(dict(call.tenant.manifest))
-        return services.cards.tenant_card(call.tenant.id, manifest, call.tenant.revision)
+        # The stored manifest is validated by the card service on a cache miss only.
+        return services.cards.tenant_card(call.tenant.id, call.tenant.manifest, call.tenant.revision)
 
     return {"GetExtendedAgentCard": get_extended_agent_card}
 
