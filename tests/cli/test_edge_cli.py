@@ -1,0 +1,148 @@
+"""`looping-edge migrate | tenants … | serve` as an operator runs them (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.security.keys import generate_private_jwk
+from app.testing.edge import demo_manifest
+
+BIN = Path(sys.executable).parent
+
+
+def _env(db: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EDGE_", "A2A_"))}
+    env.update(
+        A2A_SIGNING_KEY=json.dumps(generate_private_jwk("cli-key")),
+        GATEWAY_ORIGINS='["https://gateway.test"]',
+        PUBLIC_URL="http://127.0.0.1:1",
+        DATABASE_URL=f"sqlite+aiosqlite:///{db}",
+        EDGE_LOG_JSON="false",
+    )
+    env.update(extra)
+    return env
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "looping-edge"), *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.fixture
+def operator(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
+    env = _env(tmp_path / "edge.db")
+    done = _cli(env, "migrate")
+    assert done.returncode == 0, done.stderr
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(demo_manifest()))
+    yield env, manifest
+
+
+def test_tenant_lifecycle(operator: tuple[dict[str, str], Path], tmp_path: Path) -> None:
+    env, manifest = operator
+    assert "no tenants" in _cli(env, "tenants", "list").stdout
+    added = _cli(env, "tenants", "add", "demo", "--manifest", str(manifest), "--agent", "echo")
+    assert added.returncode == 0, added.stderr
+    again = _cli(env, "tenants", "add", "demo", "--manifest", str(manifest))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+    listed = json.loads(_cli(env, "tenants", "list", "--json").stdout)
+    assert [t["id"] for t in listed] == ["demo"] and listed[0]["revision"] == 1
+
+    renamed = tmp_path / "m2.json"
+    renamed.write_text(json.dumps(demo_manifest("Renamed")))
+    assert _cli(env, "tenants", "update", "demo", "--manifest", str(renamed)).returncode == 0
+    shown = json.loads(_cli(env, "tenants", "show", "demo").stdout)
+    assert shown["manifest"]["name"] == "Renamed" and shown["revision"] == 2
+
+    assert _cli(env, "tenants", "disable", "demo").returncode == 0
+    assert json.loads(_cli(env, "tenants", "show", "demo").stdout)["enabled"] is False
+    assert _cli(env, "tenants", "enable", "demo").returncode == 0
+    assert _cli(env, "tenants", "remove", "demo").returncode == 0
+    missing = _cli(env, "tenants", "show", "demo")
+    assert missing.returncode == 2 and "no tenant 'demo'" in missing.stderr
+
+
+@pytest.mark.parametrize("bad_id", ["Demo", "-demo", "a" * 64, "de mo", ""])
+def test_invalid_tenant_ids_are_refused(operator: tuple[dict[str, str], Path], bad_id: str) -> None:
+    env, manifest = operator
+    done = _cli(env, "tenants", "add", bad_id, "--manifest", str(manifest))
+    assert done.returncode == 2 and done.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["{not json", "[]", json.dumps({"name": "x"}), json.dumps({**demo_manifest(), "extra": 1})],
+)
+def test_invalid_manifests_are_refused(
+    operator: tuple[dict[str, str], Path], tmp_path: Path, content: str
+) -> None:
+    env, _ = operator
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    done = _cli(env, "tenants", "add", "demo", "--manifest", str(bad))
+    assert done.returncode == 2
+    assert "invalid manifest" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_refuses_bad_config_with_one_line(tmp_path: Path) -> None:
+    env = _env(tmp_path / "edge.db", GATEWAY_ORIGINS="")
+    done = _cli(env, "serve", "--port", "1")
+    assert done.returncode == 78
+    assert done.stderr.strip().count("\n") == 0
+    assert "GATEWAY_ORIGINS" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_serve_picks_up_tenant_changes_without_restart(
+    operator: tuple[dict[str, str], Path],
+) -> None:
+    env, manifest = operator
+    port = _free_port()
+    env = {**env, "PUBLIC_URL": f"http://127.0.0.1:{port}", "EDGE_TENANT_REFRESH_SECONDS": "0.5"}
+    proc = subprocess.Popen(
+        [str(BIN / "looping-edge"), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{base}/livez", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "edge did not start"
+            time.sleep(0.1)
+        assert httpx.get(f"{base}/readyz").status_code == 200
+        before = httpx.get(f"{base}/.well-known/agent-card.json").json()
+        assert "late" not in before["description"]
+        assert _cli(env, "tenants", "add", "late", "--manifest", str(manifest)).returncode == 0
+        deadline = time.monotonic() + 10
+        while "late" not in httpx.get(f"{base}/.well-known/agent-card.json").json()["description"]:
+            assert time.monotonic() < deadline, "tenant change not picked up"
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

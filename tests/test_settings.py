@@ -1,0 +1,75 @@
+"""Settings: validated at start, one line naming the variable (issue 2 foundation)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.errors import ConfigError
+from app.security.keys import generate_private_jwk
+from app.services import build_services
+from app.settings import load_settings
+
+KEY = json.dumps(generate_private_jwk("k1"))
+GOOD = {
+    "signing_key": KEY,
+    "gateway_origins": ["https://gateway.test"],
+    "public_url": "https://edge.example.com",
+    "database_url": "sqlite+aiosqlite:///:memory:",
+}
+
+
+def _config_error(**overrides: object) -> str:
+    values = {**GOOD, **overrides}
+    with pytest.raises(ConfigError) as exc:
+        settings = load_settings(**values)
+        build_services(settings)
+    assert "\n" not in exc.value.message
+    return exc.value.message
+
+
+def test_good_settings_build_services() -> None:
+    services = build_services(load_settings(**GOOD))
+    assert services.settings.endpoint_url == "https://edge.example.com/a2a"
+    assert services.settings.jwks_url == "https://edge.example.com/.well-known/jwks.json"
+
+
+def test_gateway_origins_from_env_json_or_single(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEWAY_ORIGINS", '["gateway.test", "https://b.test/"]')
+    assert load_settings().allowlist.origins == {"https://gateway.test", "https://b.test"}
+    monkeypatch.setenv("GATEWAY_ORIGINS", "http://gateway.test")
+    assert load_settings().allowlist.origins == {"https://gateway.test"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "variable"),
+    [
+        ({"signing_key": None}, "A2A_SIGNING_KEY"),
+        ({"signing_key": "not json"}, "A2A_SIGNING_KEY"),
+        ({"signing_key": json.dumps({**generate_private_jwk("x"), "kid": ""})}, "kid"),
+        ({"gateway_origins": []}, "GATEWAY_ORIGINS"),
+        ({"gateway_origins": ["  "]}, "GATEWAY_ORIGINS"),
+        ({"gateway_origins": ["https://gw.test/path"]}, "GATEWAY_ORIGINS"),
+        ({"public_url": ""}, "PUBLIC_URL"),
+        ({"public_url": "http://edge.example.com"}, "PUBLIC_URL"),
+        ({"public_url": "https://edge.example.com/base"}, "PUBLIC_URL"),
+        ({"database_url": "mysql://x/y"}, "DATABASE_URL"),
+        ({"max_body_bytes": "lots"}, "EDGE_MAX_BODY_BYTES"),
+        ({"rpc_path": "a2a"}, "EDGE_RPC_PATH"),
+    ],
+)
+def test_bad_settings_name_the_variable(overrides: dict[str, object], variable: str) -> None:
+    assert variable in _config_error(**overrides)
+
+
+def test_key_file_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "key.json"
+    path.write_text(KEY)
+    settings = load_settings(**{**GOOD, "signing_key": None, "signing_key_file": path})
+    assert build_services(settings).key.kid == "k1"
+
+
+def test_missing_key_file_names_the_variable(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    message = _config_error(signing_key=None, signing_key_file=tmp_path / "nope.json")
+    assert "A2A_SIGNING_KEY_FILE" in message
