@@ -7,6 +7,10 @@ import argparse
 from collections.abc import Callable
 from typing import TypeAlias
 
+from app.cli import worker as _worker_cmd
+
 Registrar: TypeAlias = "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]"
 
 REGISTRARS: list[Registrar] = []
+
+REGISTRARS.append(_worker_cmd.register)

@@ -1,12 +1,52 @@
-"""Turn workers as a background service (placeholder until the durable-turns work lands)."""
+"""Turn workers as a background service: ``serve`` runs one in-process, ``looping-edge worker``
+runs them alone (``app.runtime.attach_background`` calls ``build_worker``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from app.agents.registry import AgentRegistry, default_registry
+from app.db.engine import Database
+from app.worker.runner import TurnRunner
+from app.worker.service import TurnWorker
+from app.worker.single import SqliteWorkerLock, sqlite_lock_path
 
 if TYPE_CHECKING:
     from app.services import BackgroundService, EdgeServices
 
 
-def build_worker(services: EdgeServices, *, owner: str) -> BackgroundService | None:
-    return None
+def build_worker(
+    services: EdgeServices,
+    *,
+    owner: str,
+    agents: AgentRegistry | None = None,
+    concurrency: int | None = None,
+) -> BackgroundService | None:
+    settings = services.settings
+    db = services.db
+    try:
+        writes_module: Any = importlib.import_module("app.tasks.turn_writes")
+    except ModuleNotFoundError:  # the guarded task writes are not built yet: no worker
+        return None
+    runner = TurnRunner(
+        db=db,
+        settings=settings,
+        writes=writes_module.TurnWrites(db, settings),
+        agents=agents or default_registry(),
+        tenants=services.tenants,
+        metrics=services.metrics,
+    )
+    lock_path = sqlite_lock_path(db.url)
+    return TurnWorker(
+        db=db,
+        settings=settings,
+        runner=runner,
+        wakeup=services.wakeup,
+        owner=owner,
+        concurrency=concurrency,
+        # Heartbeats get their own small pool on PostgreSQL: turns holding every pooled
+        # connection must not delay them past the lease.
+        keeper_db=None if db.is_sqlite else Database(db.url, pool_size=1),
+        sqlite_lock=SqliteWorkerLock(lock_path) if lock_path is not None else None,
+    )

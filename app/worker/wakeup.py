@@ -27,7 +27,7 @@ class Wakeup:
         if self._event is not None:
             self._event.set()
 
-    async def wait(self, timeout: float) -> None:
+    async def wait(self, timeout: float) -> None:  # noqa: ASYNC109 - the shared contract
         """Return when notified (possibly before this call) or after ``timeout`` seconds."""
         if self._event is None:
             self._event = asyncio.Event()

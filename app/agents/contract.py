@@ -1,0 +1,101 @@
+"""The agent contract (ARCHITECTURE, Agents): what the runtime hands an agent for one turn and
+what the agent hands back.
+
+An agent is any object with ``async def run(ctx: TurnContext) -> AgentResult``. It reports
+progress with ``await ctx.progress(step_key, text)`` (``step_key`` must be deterministic for
+the step, so a retried turn re-sends the same ``<taskId>:<step key>`` message id, CONTRACT §7),
+watches ``ctx.cancelled`` (set when the task is canceled or the turn must stop), and returns:
+
+- ``AgentReply(text, parts, artifacts)`` → task ``COMPLETED``,
+- ``AgentFailure(text)`` → task ``FAILED`` with that text (an answer the agent chose to give),
+- ``AgentQuestion(text, auth=False)`` → task ``INPUT_REQUIRED`` (``AUTH_REQUIRED`` with
+  ``auth=True``); the answer arrives as a resume turn with ``ctx.resume_answer`` set.
+
+Raising (or running past the turn timeout) is a *crash*: the runtime retries the turn with
+backoff and, after the last attempt, fails the task with the operator's text, never the
+exception's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JsonDict = dict[str, Any]
+
+
+class TurnStopped(Exception):
+    """Raised inside an agent (by ``ctx.progress``) when the turn must stop: the task was
+    canceled or this worker lost the identity's lease. Agents should let it propagate."""
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    text: str | None = None
+    parts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Part`` dicts, after the text
+    artifacts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Artifact`` dicts
+
+
+@dataclass(frozen=True)
+class AgentFailure:
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentQuestion:
+    text: str
+    auth: bool = False
+
+
+AgentResult = AgentReply | AgentFailure | AgentQuestion
+
+ProgressFn = Callable[[str, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything an agent may know about one turn. Read-only; the runtime owns the writes."""
+
+    tenant: str
+    identity_key: str
+    identity: Mapping[str, Any]  # the gateway's identity claims, as verified at accept
+    task_id: str
+    context_id: str
+    kind: str  # "start" | "resume"
+    message: JsonDict  # the incoming protobuf-JSON ``Message``
+    history: Sequence[JsonDict]  # the task's messages so far (protobuf-JSON), oldest first
+    resume_answer: str | None  # the text of the answer when this turn resumes a question
+    attempt: int  # 1 on the first run; retries after a crash count up
+    cancelled: asyncio.Event
+    progress_fn: ProgressFn
+    clock: Callable[[], float]  # wall-clock seconds (``time.time``), injectable in tests
+    agent_config: Mapping[str, Any] = field(default_factory=dict)
+    sessions: Any = None  # per-identity conversation memory (later issue)
+
+    async def progress(self, step_key: str, text: str) -> None:
+        """Publish a progress message (``WORKING`` + text, pushed as ``<taskId>:<step_key>``).
+
+        Raises ``TurnStopped`` when the write is refused (task canceled or lease lost)."""
+        await self.progress_fn(step_key, text)
+
+
+class Agent(Protocol):
+    async def run(self, ctx: TurnContext) -> AgentResult: ...
+
+
+def text_of(message: Mapping[str, Any]) -> str:
+    """The text parts of a protobuf-JSON ``Message``, joined by newlines."""
+    parts = message.get("parts") or []
+    return "\n".join(
+        p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+    )
+
+
+def first_text(message: Mapping[str, Any]) -> str:
+    """The first text part of a protobuf-JSON ``Message`` ("" when there is none)."""
+    for part in message.get("parts") or []:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            return str(part["text"])
+    return ""

@@ -1,0 +1,46 @@
+"""Agent kinds → factories. A tenant's definition names a kind (``tenant.agent_kind``) and its
+config (``tenant.agent_config``); the worker builds the agent for each turn from both."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.agents.contract import Agent
+from app.agents.echo import EchoAgent
+from app.agents.kinds import AGENT_KINDS
+from app.agents.scripted import ScriptedAgent
+
+AgentFactory = Callable[[Mapping[str, Any]], Agent]
+
+
+class UnknownAgentKind(LookupError):
+    pass
+
+
+class AgentRegistry:
+    def __init__(self, factories: Mapping[str, AgentFactory] | None = None) -> None:
+        self._factories: dict[str, AgentFactory] = {}
+        for kind, factory in (factories or {}).items():
+            self.register(kind, factory)
+
+    def register(self, kind: str, factory: AgentFactory) -> None:
+        if kind in self._factories:
+            raise ValueError(f"agent kind '{kind}' is already registered")
+        self._factories[kind] = factory
+
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self._factories)
+
+    def build(self, kind: str, config: Mapping[str, Any]) -> Agent:
+        factory = self._factories.get(kind)
+        if factory is None:
+            raise UnknownAgentKind(kind)
+        return factory(config)
+
+
+def default_registry() -> AgentRegistry:
+    """The built-in kinds (kept in step with ``app.agents.kinds.AGENT_KINDS``)."""
+    registry = AgentRegistry({"echo": EchoAgent.from_config, "scripted": ScriptedAgent.from_config})
+    assert set(registry.kinds()) == set(AGENT_KINDS)
+    return registry

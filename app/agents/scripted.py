@@ -1,0 +1,193 @@
+"""The ``scripted`` agent: deterministic behaviour driven by the message (tests, conformance,
+demos). Grammar (copied into the README):
+
+The script is the first text part of the task's first message, one directive per line
+(surrounding blanks ignored, empty lines skipped). Keywords are lower case.
+
+    sleep <seconds>        wait (0 to 3600 s; a cancel interrupts it)
+    progress <text>        publish progress: task WORKING with <text>, message id
+                           <taskId>:line-<n>
+    ask <question>         stop and ask: task INPUT_REQUIRED with <question>; the answer arrives
+                           as a SendMessage carrying the taskId; the script goes on after this line
+    auth <question>        the same, but the task goes to AUTH_REQUIRED
+    reply <text>           end the turn: task COMPLETED with <text> (and the artifacts so far)
+    fail <text>            end the turn: task FAILED with <text>
+    artifact text <text>   add a text artifact to the reply
+    artifact data <json>   add a data artifact (any JSON value)
+    crash                  raise an error (every attempt): exercises retries, then the task FAILs
+                           with the operator's failure text (EDGE_FAILURE_TEXT)
+    crash <n>              raise on the first <n> attempts only, then carry on
+    anything else          echoed: such lines (and malformed directives) are collected and sent
+                           as the reply when the script ends without reply/fail/ask
+
+When the script runs out, the reply is the echoed lines joined by newlines ("done" if there
+are none) plus the artifacts. In the arguments of progress/ask/auth/reply/fail/artifact text,
+``{answer}`` is replaced by the latest answer to an ask and ``{attempt}`` by the attempt number
+(1 on the first run). Step keys (``line-<n>``, n = 1-based line number) are stable across
+retries, so a retried turn re-sends the same progress message ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.agents.contract import (
+    AgentFailure,
+    AgentQuestion,
+    AgentReply,
+    AgentResult,
+    JsonDict,
+    TurnContext,
+    TurnStopped,
+    first_text,
+    text_of,
+)
+
+MAX_SLEEP_SECONDS = 3600.0
+ASK_KEYWORDS = ("ask", "auth")
+
+
+class ScriptCrash(RuntimeError):
+    """The ``crash`` directive (a deliberate agent error)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based line number in the script
+    keyword: str
+    argument: str
+    raw: str
+
+
+def parse_script(text: str) -> list[Line]:
+    lines = []
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        raw = raw_line.strip()
+        if not raw:
+            continue
+        keyword, _, argument = raw.partition(" ")
+        lines.append(Line(number, keyword, argument.strip(), raw))
+    return lines
+
+
+def _user_messages(ctx: TurnContext) -> list[JsonDict]:
+    """The task's user messages, oldest first, the incoming one included exactly once."""
+    seen: set[str] = set()
+    out: list[JsonDict] = []
+    for message in [*ctx.history, ctx.message]:
+        if message.get("role") not in ("ROLE_USER", "user"):
+            continue
+        key = str(message.get("messageId", ""))
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(message)
+    return out
+
+
+def _resume_point(lines: Sequence[Line], answered: int) -> int:
+    """Index of the first line to run after ``answered`` asks were answered."""
+    if answered <= 0:
+        return 0
+    asks = 0
+    for index, line in enumerate(lines):
+        if line.keyword in ASK_KEYWORDS and line.argument:
+            asks += 1
+            if asks == answered:
+                return index + 1
+    return len(lines)
+
+
+class ScriptedAgent:
+    @classmethod
+    def from_config(cls, _config: Mapping[str, Any]) -> ScriptedAgent:
+        return cls()
+
+    async def run(self, ctx: TurnContext) -> AgentResult:
+        if ctx.kind == "start":
+            script, answered = first_text(ctx.message), 0
+        else:
+            users = _user_messages(ctx)
+            script, answered = first_text(users[0]), len(users) - 1
+        lines = parse_script(script)
+        run = _Run(ctx)
+        for line in lines[_resume_point(lines, answered) :]:
+            if ctx.cancelled.is_set():
+                raise TurnStopped
+            result = await run.step(line)
+            if result is not None:
+                return result
+        return AgentReply(text="\n".join(run.echoed) or "done", artifacts=tuple(run.artifacts))
+
+
+class _Run:
+    """The state of one scripted turn: echoed lines and artifacts so far."""
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+        self.echoed: list[str] = []
+        self.artifacts: list[JsonDict] = []
+
+    def fill(self, text: str) -> str:
+        answer = self.ctx.resume_answer or ""
+        return text.replace("{answer}", answer).replace("{attempt}", str(self.ctx.attempt))
+
+    async def step(self, line: Line) -> AgentResult | None:
+        keyword, arg = line.keyword, line.argument
+        if keyword == "sleep" and (seconds := _seconds(arg)) is not None:
+            await asyncio.sleep(seconds)
+        elif keyword == "progress" and arg:
+            await self.ctx.progress(f"line-{line.number}", self.fill(arg))
+        elif keyword in ASK_KEYWORDS and arg:
+            return AgentQuestion(text=self.fill(arg), auth=keyword == "auth")
+        elif keyword == "reply" and arg:
+            return AgentReply(text=self.fill(arg), artifacts=tuple(self.artifacts))
+        elif keyword == "fail" and arg:
+            return AgentFailure(text=self.fill(arg))
+        elif keyword == "artifact" and (artifact := self.artifact(line)) is not None:
+            self.artifacts.append(artifact)
+        elif keyword == "crash" and (limit := _crash_limit(arg)) is not None:
+            if limit == 0 or self.ctx.attempt <= limit:
+                raise ScriptCrash("scripted crash")
+        else:
+            self.echoed.append(line.raw)
+        return None
+
+    def artifact(self, line: Line) -> JsonDict | None:
+        kind, _, body = line.argument.partition(" ")
+        body = body.strip()
+        part: JsonDict
+        if kind == "text" and body:
+            part = {"text": self.fill(body)}
+        elif kind == "data" and body:
+            try:
+                part = {"data": json.loads(body)}
+            except json.JSONDecodeError:
+                return None
+        else:
+            return None
+        return {"artifactId": f"artifact-{line.number}", "parts": [part]}
+
+
+def _seconds(arg: str) -> float | None:
+    try:
+        value = float(arg)
+    except ValueError:
+        return None
+    if not 0 <= value <= MAX_SLEEP_SECONDS:
+        return None
+    return value
+
+
+def _crash_limit(arg: str) -> int | None:
+    """0 = crash on every attempt; n = only on the first n attempts; None = not a crash line."""
+    if not arg:
+        return 0
+    return int(arg) if arg.isdigit() and int(arg) > 0 else None
+
+
+__all__ = ["ScriptCrash", "ScriptedAgent", "parse_script", "text_of"]

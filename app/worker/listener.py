@@ -1,0 +1,68 @@
+"""``LISTEN looping_turns`` on PostgreSQL: low-latency wake-ups for the claim loop.
+
+A dedicated asyncpg connection (not from the SQLAlchemy pool: a listening connection must stay
+checked out and must not sit behind a transaction-pooling PgBouncer). Losing it costs latency
+only: the claim loop polls every ``poll_seconds`` regardless, and every (re)connect triggers a
+wake-up in case a notification was missed while disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+CHANNEL = "looping_turns"
+_RECONNECT_MAX_SECONDS = 30.0
+_CHECK_SECONDS = 5.0
+
+log = logging.getLogger("looping.worker")
+
+
+def asyncpg_dsn(database_url: str) -> str:
+    """``postgresql+asyncpg://…`` (SQLAlchemy) → ``postgresql://…`` (asyncpg)."""
+    rendered: str = (
+        make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    )
+    return rendered
+
+
+class TurnListener:
+    def __init__(self, database_url: str, on_notify: Callable[[], None]) -> None:
+        self._dsn = asyncpg_dsn(database_url)
+        self._on_notify = on_notify
+
+    def _notified(self, *_args: Any) -> None:
+        self._on_notify()
+
+    async def run(self) -> None:
+        delay = 1.0
+        while True:
+            try:
+                await self._listen_once()
+                delay = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("worker.listen_failed", extra={"outcome": type(exc).__name__})
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RECONNECT_MAX_SECONDS)
+
+    async def _listen_once(self) -> None:
+        conn = await asyncpg.connect(self._dsn)
+        closed = asyncio.Event()
+        conn.add_termination_listener(lambda _c: closed.set())
+        try:
+            await conn.add_listener(CHANNEL, self._notified)
+            self._on_notify()  # anything queued while we were not listening
+            while not conn.is_closed():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(closed.wait(), _CHECK_SECONDS)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 5)

@@ -1,0 +1,370 @@
+"""One turn, from the head of an identity's mailbox to exactly one outcome.
+
+Order of a run (CONTRACT §6; ARCHITECTURE, Durable execution):
+
+1. ``begin_attempt``: the turn is ``running`` and the attempt counted *before* any effect, so a
+   worker killed mid-turn leaves a counted attempt behind (the next holder re-runs it).
+2. Skip what must not run: a task that is gone, terminal, canceled, or already answered by an
+   earlier attempt of this turn (crash between ``finish`` and marking the turn ``done``).
+3. ``mark_working`` (guarded): ``False`` means canceled, closed or fence lost — no agent call.
+4. The agent runs in its own asyncio task with the turn timeout; the lease keeper may cancel
+   it (task canceled, lease lost) and the shutdown path may interrupt it.
+5. ``finish`` (guarded) with the agent's outcome; a crash or timeout is retried with backoff
+   and, after ``turn_max_attempts``, fails the task with the operator's text (never the
+   exception's) and marks the turn ``dead`` so it no longer holds the identity's later turns.
+
+Every write is fenced; after a refused write the runner asks whether it still holds the lease
+to tell "task closed" (settle the turn, go on) from "lease lost" (touch nothing, stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.agents.contract import (
+    Agent,
+    AgentFailure,
+    AgentQuestion,
+    AgentReply,
+    TurnContext,
+    TurnStopped,
+    first_text,
+)
+from app.agents.registry import AgentRegistry, UnknownAgentKind
+from app.db.engine import Database
+from app.errors import TaskNotFound
+from app.ops.metrics import Metrics
+from app.security.caller import CallerScope
+from app.settings import Settings
+from app.tasks import states
+from app.tasks.fence import Fence
+from app.tasks.outcome import TurnOutcome
+from app.tenants.registry import TenantRecord
+from app.worker import mailbox
+from app.worker.lease import Lease, still_held
+from app.worker.mailbox import QueuedTurn
+
+log = logging.getLogger("looping.worker")
+
+
+class Snapshot(Protocol):
+    """What ``TurnWrites.load_turn_context`` returns (app.tasks.turn_writes.TaskSnapshot)."""
+
+    @property
+    def task(self) -> Mapping[str, Any]: ...
+    @property
+    def history(self) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def state(self) -> str: ...
+
+
+class Writes(Protocol):
+    """The guarded task writes (``app.tasks.turn_writes.TurnWrites``)."""
+
+    async def mark_working(self, scope: CallerScope, task_id: str, fence: Fence) -> bool: ...
+    async def record_progress(
+        self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
+    ) -> bool: ...
+    async def finish(
+        self, scope: CallerScope, task_id: str, fence: Fence, outcome: TurnOutcome
+    ) -> bool: ...
+    async def load_turn_context(self, scope: CallerScope, task_id: str) -> Any: ...
+
+
+class Tenants(Protocol):
+    async def get(self, tenant_id: str) -> TenantRecord | None: ...
+
+
+class Verdict(enum.Enum):
+    NEXT = "next"  # the turn is settled: drain the identity's next turn
+    STOP = "stop"  # lease lost, backoff scheduled or shutdown: release and stop draining
+
+
+@dataclass
+class TurnWatch:
+    """The handle the lease keeper and the shutdown path use to stop a running turn."""
+
+    scope: CallerScope
+    task_id: str
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # task canceled
+    lost: asyncio.Event = field(default_factory=asyncio.Event)  # lease taken over
+    shutdown: bool = False  # this process is stopping: give the turn back
+    agent_task: asyncio.Task[Any] | None = None
+
+    def stop_agent(self) -> None:
+        self.cancelled.set()
+        if self.agent_task is not None and not self.agent_task.done():
+            self.agent_task.cancel()
+
+
+class _Crash(Exception):
+    """The agent failed (exception, timeout or an invalid result); ``category`` goes to
+    ``turns.last_error`` (never the exception text)."""
+
+    def __init__(self, category: str) -> None:
+        super().__init__(category)
+        self.category = category
+
+
+def backoff_seconds(settings: Settings, attempt: int) -> float:
+    """``base * 2**(attempt-1)`` with ±25 % jitter so retries of many turns do not align."""
+    base = settings.turn_retry_base_seconds * 2 ** max(attempt - 1, 0)
+    return float(base * random.uniform(0.75, 1.25))
+
+
+@dataclass
+class TurnRunner:
+    db: Database
+    settings: Settings
+    writes: Writes
+    agents: AgentRegistry
+    tenants: Tenants
+    metrics: Metrics
+    clock: Callable[[], float] = time.time
+
+    async def run(self, lease: Lease, turn: QueuedTurn, watch: TurnWatch) -> Verdict:
+        if not await mailbox.begin_attempt(self.db, lease, turn):
+            return Verdict.STOP
+        attempt = turn.attempts + 1
+        run = _TurnRun(self, lease, turn, watch, attempt)
+        return await run.execute()
+
+
+class _TurnRun:
+    def __init__(
+        self, runner: TurnRunner, lease: Lease, turn: QueuedTurn, watch: TurnWatch, attempt: int
+    ) -> None:
+        self.r = runner
+        self.lease = lease
+        self.scope = lease.scope
+        self.fence = lease.fence
+        self.turn = turn
+        self.watch = watch
+        self.attempt = attempt
+
+    async def execute(self) -> Verdict:
+        snapshot = await self._snapshot()
+        if snapshot is None:
+            return await self._settle(states.TURN_DONE)
+        if snapshot.state == states.CANCELED:
+            return await self._settle(states.TURN_CANCELED, result="canceled")
+        if snapshot.state in states.TERMINAL or _already_answered(snapshot, self.turn):
+            return await self._settle(states.TURN_DONE)
+        tenant = await self.r.tenants.get(self.scope.tenant)
+        if self.attempt > self.r.settings.turn_max_attempts or tenant is None:
+            # Out of attempts (the last one died with its worker) or the tenant is gone or
+            # disabled: no agent call, the task fails with the operator's text.
+            return await self._give_up(mark=True)
+        try:
+            agent = self.r.agents.build(tenant.agent_kind, tenant.agent_config)
+        except UnknownAgentKind:
+            log.error("turn.unknown_agent_kind", extra={"tenant": self.scope.tenant})
+            return await self._give_up(mark=True)
+        if not await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence):
+            return await self._refused()
+        try:
+            outcome = await self._call_agent(agent, snapshot, tenant)
+        except _Crash as crash:
+            return await self._crashed(crash.category)
+        except TurnStopped:
+            return await self._stopped()
+        return await self._finish(outcome)
+
+    async def _snapshot(self) -> Snapshot | None:
+        try:
+            snap: Snapshot | None = await self.r.writes.load_turn_context(
+                self.scope, self.turn.task_id
+            )
+        except TaskNotFound:
+            return None  # purged by retention, or never committed: nothing to run
+        return snap
+
+    async def _call_agent(
+        self, agent: Agent, snapshot: Snapshot, tenant: TenantRecord
+    ) -> TurnOutcome:
+        ctx = self._context(snapshot, tenant)
+        task = asyncio.create_task(agent.run(ctx), name=f"agent:{self.turn.task_id}")
+        self.watch.agent_task = task
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self.r.settings.turn_timeout_seconds)
+        except asyncio.CancelledError:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise
+        finally:
+            self.watch.agent_task = None
+        if not done:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            if self.watch.lost.is_set() or self.watch.cancelled.is_set() or self.watch.shutdown:
+                raise TurnStopped
+            raise _Crash(mailbox.ERROR_TIMEOUT)
+        if task.cancelled() or self.watch.lost.is_set() or self.watch.shutdown:
+            raise TurnStopped
+        exc = task.exception()
+        if isinstance(exc, TurnStopped | asyncio.CancelledError):
+            raise TurnStopped
+        if self.watch.cancelled.is_set():
+            raise TurnStopped
+        if exc is not None:
+            log.warning(
+                "turn.agent_error",
+                extra={"task_id": self.turn.task_id, "outcome": type(exc).__name__},
+            )
+            raise _Crash(mailbox.ERROR_AGENT)
+        return _outcome(task.result())
+
+    def _context(self, snapshot: Snapshot, tenant: TenantRecord) -> TurnContext:
+        message = _message_of(self.turn.payload)
+        task_doc = snapshot.task
+        return TurnContext(
+            tenant=self.scope.tenant,
+            identity_key=self.scope.identity,
+            identity=_identity_of(self.turn.payload),
+            task_id=self.turn.task_id,
+            context_id=str(task_doc.get("contextId") or message.get("contextId") or ""),
+            kind=self.turn.kind,
+            message=message,
+            history=[dict(m) for m in snapshot.history],
+            resume_answer=first_text(message) if self.turn.kind == states.TURN_RESUME else None,
+            attempt=self.attempt,
+            cancelled=self.watch.cancelled,
+            progress_fn=self._progress,
+            clock=self.r.clock,
+            agent_config=dict(tenant.agent_config),
+        )
+
+    async def _progress(self, step_key: str, text: str) -> None:
+        if self.watch.cancelled.is_set() or self.watch.lost.is_set() or self.watch.shutdown:
+            raise TurnStopped
+        applied = await self.r.writes.record_progress(
+            self.scope, self.turn.task_id, self.fence, step_key=step_key, text=text
+        )
+        if not applied:
+            # Canceled or fenced out: the agent must not take another step (CONTRACT §5).
+            self.watch.cancelled.set()
+            raise TurnStopped
+
+    async def _finish(self, outcome: TurnOutcome) -> Verdict:
+        if await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, outcome):
+            return await self._settle(states.TURN_DONE, result=_result_label(outcome.state))
+        return await self._refused()
+
+    async def _crashed(self, category: str) -> Verdict:
+        if self.attempt >= self.r.settings.turn_max_attempts:
+            return await self._give_up(mark=False, error=category)
+        delay = backoff_seconds(self.r.settings, self.attempt)
+        if not await mailbox.retry_later(
+            self.r.db, self.lease, self.turn.id, delay=delay, error=category
+        ):
+            return Verdict.STOP
+        self.r.metrics.turns.labels("retry").inc()
+        log.info(
+            "turn.retry",
+            extra={"task_id": self.turn.task_id, "turn_id": self.turn.id, "outcome": "retry"},
+        )
+        # Release the identity: it is claimable again once the backoff has passed.
+        return Verdict.STOP
+
+    async def _give_up(self, *, mark: bool, error: str | None = None) -> Verdict:
+        """The final failure: task FAILED with the operator's text, turn ``dead`` (poison
+        turns never block the identity's later turns)."""
+        if mark and not await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence):
+            return await self._refused()
+        failed = TurnOutcome(state=states.FAILED, text=self.r.settings.failure_text)
+        if not await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, failed):
+            return await self._refused()
+        log.warning("turn.dead", extra={"task_id": self.turn.task_id, "turn_id": self.turn.id})
+        return await self._settle(states.TURN_DEAD, result="failed", error=error)
+
+    async def _stopped(self) -> Verdict:
+        if self.watch.lost.is_set():
+            log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
+            return Verdict.STOP
+        if self.watch.shutdown and not self.watch.cancelled.is_set():
+            await mailbox.give_back(self.r.db, self.lease, self.turn.id)
+            return Verdict.STOP
+        return await self._refused()
+
+    async def _refused(self) -> Verdict:
+        """A guarded write did not apply: the task was closed (canceled, terminal) or this
+        worker no longer holds the identity. Only the former is ours to settle."""
+        if not await still_held(self.r.db, self.lease):
+            log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
+            self.watch.lost.set()
+            return Verdict.STOP
+        snapshot = await self._snapshot()
+        if snapshot is not None and snapshot.state == states.CANCELED:
+            return await self._settle(states.TURN_CANCELED, result="canceled")
+        return await self._settle(states.TURN_DONE)
+
+    async def _settle(
+        self, status: str, *, result: str | None = None, error: str | None = None
+    ) -> Verdict:
+        if not await mailbox.settle(self.r.db, self.lease, self.turn.id, status, error=error):
+            self.watch.lost.set()
+            return Verdict.STOP
+        if result is not None:
+            self.r.metrics.turns.labels(result).inc()
+        return Verdict.NEXT
+
+
+def _outcome(result: object) -> TurnOutcome:
+    if isinstance(result, AgentReply):
+        return TurnOutcome(
+            state=states.COMPLETED,
+            text=result.text,
+            parts=tuple(result.parts),
+            artifacts=tuple(result.artifacts),
+        )
+    if isinstance(result, AgentFailure):
+        return TurnOutcome(state=states.FAILED, text=result.text)
+    if isinstance(result, AgentQuestion):
+        state = states.AUTH_REQUIRED if result.auth else states.INPUT_REQUIRED
+        return TurnOutcome(state=state, text=result.text)
+    log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
+    raise _Crash(mailbox.ERROR_AGENT)
+
+
+def _result_label(state: str) -> str:
+    return {
+        states.COMPLETED: "completed",
+        states.FAILED: "failed",
+        states.REJECTED: "rejected",
+        states.INPUT_REQUIRED: "input_required",
+        states.AUTH_REQUIRED: "input_required",
+    }.get(state, "completed")
+
+
+def _message_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+    message = payload.get("message")
+    return dict(message) if isinstance(message, Mapping) else dict(payload)
+
+
+def _identity_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+    identity = payload.get("identity")
+    return dict(identity) if isinstance(identity, Mapping) else {}
+
+
+def _already_answered(snapshot: Snapshot, turn: QueuedTurn) -> bool:
+    """An earlier attempt of this turn wrote its outcome (an agent message after the turn's
+    own message) but died before marking the turn ``done``: do not ask or answer twice."""
+    if turn.attempts == 0:
+        return False
+    seen_own = False
+    for message in snapshot.history:
+        if message.get("messageId") == turn.message_id:
+            seen_own = True
+        elif seen_own and message.get("role") in ("ROLE_AGENT", "agent"):
+            return True
+    return False

@@ -1,0 +1,215 @@
+"""The turn worker: a background service that claims identities and drains their turns.
+
+- Claim loop: claims up to ``worker_concurrency`` identities with due work and starts one drain
+  task per identity; waits for a wake-up (``Wakeup``: accept's in-process hook, the Postgres
+  ``LISTEN`` connection, a finished drain) or ``poll_seconds`` (the fallback that also works
+  through PgBouncer and picks up retries whose backoff has passed).
+- Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
+- Lease keeper: heartbeats and cancel checks (``app.worker.keeper``).
+- Retention: ``app.tasks.retention.purge_expired`` every hour, when that module exists.
+
+On start nothing special happens for recovery: unfinished turns are just rows in ``turns``
+whose leases are free or expired, and the claim loop picks them up like new ones.
+
+Stop (SIGTERM, end of ``serve``): no new claims; running turns get ``drain_grace_seconds`` to
+finish; the rest are interrupted and handed back (``queued``, attempt not counted) and their
+leases released, so another worker resumes them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from app.db.engine import Database
+from app.settings import Settings
+from app.tasks.states import TURN_DEAD
+from app.worker import mailbox
+from app.worker.keeper import Holding, LeaseKeeper
+from app.worker.lease import Lease, claim, release
+from app.worker.listener import TurnListener
+from app.worker.runner import TurnRunner, TurnWatch, Verdict, backoff_seconds
+from app.worker.single import SqliteWorkerLock
+from app.worker.wakeup import Wakeup
+
+log = logging.getLogger("looping.worker")
+
+RETENTION_INTERVAL_SECONDS = 3600.0
+_STOP_WAIT_SECONDS = 5.0
+
+
+class TurnWorker:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        runner: TurnRunner,
+        wakeup: Wakeup,
+        owner: str,
+        concurrency: int | None = None,
+        keeper_db: Database | None = None,
+        sqlite_lock: SqliteWorkerLock | None = None,
+        drain_grace_seconds: float = 10.0,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.runner = runner
+        self.owner = owner
+        self.concurrency = concurrency or settings.worker_concurrency
+        self._wakeup = wakeup
+        self._keeper_db = keeper_db or db
+        self._keeper = LeaseKeeper(
+            self._keeper_db,
+            lease_seconds=settings.lease_seconds,
+            poll_seconds=settings.poll_seconds,
+        )
+        self._sqlite_lock = sqlite_lock
+        self._grace = drain_grace_seconds
+        self._stopping = False
+        self._drains: dict[asyncio.Task[None], Holding] = {}
+        self._loops: list[asyncio.Task[None]] = []
+
+    @property
+    def active(self) -> int:
+        return len(self._drains)
+
+    async def start(self) -> None:
+        if self._sqlite_lock is not None:
+            self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
+        self._stopping = False
+        self._spawn_loop(self._claim_loop, "worker-claim")
+        self._spawn_loop(self._keeper.run, "worker-keeper")
+        self._spawn_loop(self._retention_loop, "worker-retention")
+        if not self.db.is_sqlite:
+            listener = TurnListener(self.db.url, self._wakeup.notify)
+            self._spawn_loop(listener.run, "worker-listen")
+        log.info("worker.started", extra={"worker": self.owner})
+
+    def _spawn_loop(self, factory: Callable[[], Awaitable[None]], name: str) -> None:
+        async def guarded() -> None:
+            await factory()
+
+        self._loops.append(asyncio.create_task(guarded(), name=name))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wakeup.notify()
+        claim_loop = self._loops[0] if self._loops else None
+        if claim_loop is not None:
+            claim_loop.cancel()
+            with contextlib.suppress(BaseException):
+                await claim_loop
+        if self._drains:
+            await asyncio.wait(set(self._drains), timeout=self._grace)
+        for holding in self._drains.values():
+            if holding.watch is not None:
+                holding.watch.shutdown = True
+                holding.watch.stop_agent()
+        if self._drains:
+            await asyncio.wait(set(self._drains), timeout=_STOP_WAIT_SECONDS)
+        for task in list(self._drains):
+            task.cancel()
+        for task in [*self._drains, *self._loops]:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        self._loops.clear()
+        if self._keeper_db is not self.db:
+            await self._keeper_db.dispose()
+        if self._sqlite_lock is not None:
+            self._sqlite_lock.release()
+        log.info("worker.stopped", extra={"worker": self.owner})
+
+    # --- claiming ---------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        while not self._stopping:
+            free = self.concurrency - len(self._drains)
+            if free > 0:
+                try:
+                    leases = await claim(
+                        self.db,
+                        owner=self.owner,
+                        limit=free,
+                        lease_seconds=self.settings.lease_seconds,
+                    )
+                except Exception as exc:
+                    log.warning("worker.claim_failed", extra={"outcome": type(exc).__name__})
+                    leases = []
+                for lease in leases:
+                    self._start_drain(lease)
+            await self._wakeup.wait(self.settings.poll_seconds)
+
+    def _start_drain(self, lease: Lease) -> None:
+        holding = self._keeper.hold(lease)
+        task = asyncio.create_task(self._drain(holding), name=f"drain:{lease.scope.tenant}")
+        self._drains[task] = holding
+        task.add_done_callback(self._drain_done)
+
+    def _drain_done(self, task: asyncio.Task[None]) -> None:
+        self._drains.pop(task, None)
+        if not self._stopping:
+            self._wakeup.notify()  # a slot is free, and turns may have queued meanwhile
+
+    # --- draining ---------------------------------------------------------------------------
+
+    async def _drain(self, holding: Holding) -> None:
+        lease = holding.lease
+        try:
+            while not self._stopping and not holding.lost:
+                turn = await mailbox.head_turn(self.db, lease)
+                if turn is None:
+                    break
+                watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
+                holding.watch = watch
+                try:
+                    verdict = await self.runner.run(lease, turn, watch)
+                except Exception as exc:
+                    log.error(
+                        "turn.internal_error",
+                        extra={"turn_id": turn.id, "outcome": type(exc).__name__},
+                    )
+                    await self._park(lease, turn)
+                    break
+                finally:
+                    holding.watch = None
+                if verdict is Verdict.STOP:
+                    break
+        except Exception as exc:
+            log.warning("worker.drain_failed", extra={"outcome": type(exc).__name__})
+        finally:
+            self._keeper.drop(lease)
+            if not holding.lost:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(release(self.db, lease))
+
+    async def _park(self, lease: Lease, turn: mailbox.QueuedTurn) -> None:
+        """An unexpected error (a bug or the database): back off, and after the last attempt
+        stop retrying so the identity's later turns are not blocked forever."""
+        attempt = turn.attempts + 1
+        with contextlib.suppress(Exception):
+            if attempt >= self.settings.turn_max_attempts:
+                await mailbox.settle(self.db, lease, turn.id, TURN_DEAD, error="internal")
+            else:
+                delay = backoff_seconds(self.settings, attempt)
+                await mailbox.retry_later(self.db, lease, turn.id, delay=delay, error="internal")
+
+    # --- retention --------------------------------------------------------------------------
+
+    async def _retention_loop(self) -> None:
+        try:
+            module: Any = importlib.import_module("app.tasks.retention")
+        except ImportError:
+            return
+        purge = module.purge_expired
+        while True:
+            try:
+                await purge(self.db, self.settings)
+            except Exception as exc:
+                log.warning("worker.retention_failed", extra={"outcome": type(exc).__name__})
+            await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
