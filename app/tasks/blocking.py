@@ -1,0 +1,47 @@
+"""Blocking ``SendMessage`` (``configuration.returnImmediately`` false, only for tenants that do
+not require a push config): wait until the task is terminal or interrupted, bounded by
+``blocking_timeout_seconds``, then answer with the task as it stands.
+
+The turn may run in any process, so the wait polls the database (short at first, then up to
+half a second); the answer after a timeout is simply the task in its current state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from app.db.engine import Database
+from app.db.models import TaskRow
+from app.security.caller import CallerScope
+from app.tasks import states
+
+SETTLED = states.TERMINAL | states.INTERRUPTED
+_FIRST_POLL = 0.02
+_MAX_POLL = 0.5
+
+
+async def wait_settled(
+    db: Database, scope: CallerScope, task_id: str, *, limit_seconds: float
+) -> str:
+    """Return the task's state once settled, or its current state when ``limit_seconds`` pass."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_seconds
+    delay = _FIRST_POLL
+    while True:
+        async with db.transaction() as session:
+            state = (
+                await session.execute(
+                    select(TaskRow.state).where(
+                        TaskRow.tenant == scope.tenant,
+                        TaskRow.identity == scope.identity,
+                        TaskRow.id == task_id,
+                    )
+                )
+            ).scalar_one_or_none()
+        remaining = deadline - loop.time()
+        if state is None or state in SETTLED or remaining <= 0:
+            return state or ""
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 2, _MAX_POLL)

@@ -1,0 +1,305 @@
+"""Push-notification configs: validation, durable scoped storage and the CRUD methods
+(CONTRACT §5 "Push-config CRUD", §7).
+
+* The url must parse strictly and its origin must be one of ``GATEWAY_ORIGINS``: pushes only
+  ever go back to a trusted gateway (CONTRACT §5, §7 "push targets outside GATEWAY_ORIGINS are
+  never contacted"). Stored exactly as given (CONTRACT §7 "POST to the config's url exactly").
+* The token and the A2A §13.2 credentials are encrypted at rest (``push_secrets``) and never
+  returned: answers carry ``url``, ``id``, ``taskId`` and ``authentication.scheme`` only.
+* Every operation first finds the task in the caller scope: another caller's task is
+  ``-32001`` exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import TaskPushNotificationConfig
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.engine import Database
+from app.db.models import PushConfigRow, PushOutboxRow
+from app.errors import InvalidParams, TaskNotFound
+from app.push.outbox import CANCELED as OUTBOX_CANCELED
+from app.push.outbox import PENDING as OUTBOX_PENDING
+from app.security.caller import CallerScope
+from app.security.origins import OriginAllowlist, OriginError, parse_url
+from app.tasks.push_secrets import PushSecrets
+from app.tasks.repository import insert_for, load_task
+from app.tasks.wire import shown
+
+MAX_CONFIG_ID = 128
+MAX_SECRET = 4096
+# RFC 9110 §5.6.2 token: an auth scheme is sent as ``Authorization: <scheme> <credentials>``.
+_SCHEME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
+# A header value we can send verbatim: visible ASCII and spaces, no CR/LF (header injection).
+_HEADER_VALUE_RE = re.compile(r"^[\x20-\x7e]+$")
+_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+
+@dataclass(frozen=True)
+class PushConfigInput:
+    """A validated push config, secrets still in clear (never logged, never returned)."""
+
+    id: str | None
+    url: str
+    token: str | None
+    auth_scheme: str | None = None
+    auth_credentials: str | None = None
+
+    def canonical(self) -> dict[str, Any]:
+        """What the SendMessage content hash covers (the idempotency conflict check)."""
+        return {
+            "id": self.id,
+            "url": self.url,
+            "token": self.token,
+            "authScheme": self.auth_scheme,
+            "authCredentials": self.auth_credentials,
+        }
+
+
+def _header_safe(value: str, *, field: str) -> str:
+    if len(value) > MAX_SECRET or not _HEADER_VALUE_RE.match(value):
+        raise InvalidParams(
+            f"{field} must be at most {MAX_SECRET} printable ASCII characters",
+            reason="invalid_push_config",
+        )
+    return value
+
+
+def validate_push_config(
+    config: TaskPushNotificationConfig,
+    *,
+    prefix: str,
+    allowlist: OriginAllowlist,
+    require_token: bool,
+) -> PushConfigInput:
+    """CONTRACT §5: missing or bad fields are ``-32602`` naming the field (REFERENCE 44-46)."""
+    if not config.url:
+        raise InvalidParams(f"{prefix}.url is required", reason="push_config_required")
+    if require_token and not config.token:
+        raise InvalidParams(f"{prefix}.token is required", reason="push_token_required")
+    try:
+        parse_url(config.url, allow_loopback_http=allowlist.allow_loopback_http)
+    except OriginError as exc:
+        raise InvalidParams(
+            f"{prefix}.url is not a valid URL ({exc})", reason="invalid_push_url"
+        ) from None
+    try:
+        allowlist.check_url(config.url, what="push url")
+    except OriginError:
+        raise InvalidParams(
+            f"{prefix}.url origin is not in the allowed gateway origins (GATEWAY_ORIGINS)",
+            reason="push_url_not_allowed",
+        ) from None
+    if config.id and not _ID_RE.match(config.id):
+        raise InvalidParams(
+            f"{prefix}.id must be 1-{MAX_CONFIG_ID} printable characters without spaces",
+            reason="invalid_push_config",
+        )
+    token = _header_safe(config.token, field=f"{prefix}.token") if config.token else None
+    scheme: str | None = None
+    credentials: str | None = None
+    if config.HasField("authentication"):
+        scheme = config.authentication.scheme
+        if not _SCHEME_RE.match(scheme):
+            raise InvalidParams(
+                f"{prefix}.authentication.scheme must be an HTTP auth scheme name",
+                reason="invalid_push_config",
+            )
+        if config.authentication.credentials:
+            credentials = _header_safe(
+                config.authentication.credentials, field=f"{prefix}.authentication.credentials"
+            )
+    return PushConfigInput(
+        id=config.id or None,
+        url=config.url,
+        token=token,
+        auth_scheme=scheme,
+        auth_credentials=credentials,
+    )
+
+
+async def store_push_config(
+    session: AsyncSession,
+    scope: CallerScope,
+    task_id: str,
+    config: PushConfigInput,
+    secrets: PushSecrets,
+    *,
+    reuse_same_url: bool = False,
+) -> str:
+    """Insert or replace one config of the task (in the caller's transaction); returns its id.
+
+    Without an id, ``reuse_same_url`` makes a continuation that repeats the task's push url
+    update that config instead of adding a second one (which would double every push).
+    """
+    config_id = config.id
+    if config_id is None and reuse_same_url:
+        config_id = (
+            await session.execute(
+                select(PushConfigRow.id)
+                .where(
+                    PushConfigRow.tenant == scope.tenant,
+                    PushConfigRow.identity == scope.identity,
+                    PushConfigRow.task_id == task_id,
+                    PushConfigRow.url == config.url,
+                )
+                .order_by(PushConfigRow.created_at, PushConfigRow.id)
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+    config_id = config_id or str(uuid.uuid4())
+    values = {
+        "url": config.url,
+        "token_enc": secrets.encrypt(config.token) if config.token else None,
+        "auth_scheme": config.auth_scheme,
+        "auth_credentials_enc": (
+            secrets.encrypt(config.auth_credentials) if config.auth_credentials else None
+        ),
+    }
+    stmt = insert_for(session, PushConfigRow).values(
+        tenant=scope.tenant, identity=scope.identity, task_id=task_id, id=config_id, **values
+    )
+    await session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["tenant", "task_id", "id"],
+            set_=values,
+            # The PK has no identity column: never let one caller overwrite another's row.
+            where=PushConfigRow.identity == scope.identity,
+        )
+    )
+    return config_id
+
+
+def public_config(row: PushConfigRow) -> dict[str, Any]:
+    """The config as answered: no token, no credentials (CONTRACT §5, §7)."""
+    doc: dict[str, Any] = {
+        "tenant": row.tenant,
+        "id": row.id,
+        "taskId": row.task_id,
+        "url": row.url,
+    }
+    if row.auth_scheme:
+        doc["authentication"] = {"scheme": row.auth_scheme}
+    return doc
+
+
+class PushConfigService:
+    """The four push-config methods, scoped to the caller."""
+
+    def __init__(self, db: Database, allowlist: OriginAllowlist, secrets: PushSecrets) -> None:
+        self._db = db
+        self._allowlist = allowlist
+        self._secrets = secrets
+
+    async def _require_task(self, session: AsyncSession, scope: CallerScope, task_id: str) -> None:
+        if not task_id or await load_task(session, scope, task_id) is None:
+            raise TaskNotFound(f"task '{shown(task_id)}' not found")
+
+    async def _row(
+        self, session: AsyncSession, scope: CallerScope, task_id: str, config_id: str
+    ) -> PushConfigRow | None:
+        return (
+            await session.execute(
+                select(PushConfigRow).where(
+                    PushConfigRow.tenant == scope.tenant,
+                    PushConfigRow.identity == scope.identity,
+                    PushConfigRow.task_id == task_id,
+                    PushConfigRow.id == config_id,
+                )
+            )
+        ).scalar_one_or_none()
+
+    async def create(
+        self, scope: CallerScope, config: TaskPushNotificationConfig
+    ) -> dict[str, Any]:
+        checked = validate_push_config(
+            config, prefix="params", allowlist=self._allowlist, require_token=False
+        )
+        async with self._db.transaction() as session:
+            await self._require_task(session, scope, config.task_id)
+            config_id = await store_push_config(
+                session, scope, config.task_id, checked, self._secrets
+            )
+            row = await self._row(session, scope, config.task_id, config_id)
+        assert row is not None
+        return public_config(row)
+
+    async def get(self, scope: CallerScope, task_id: str, config_id: str) -> dict[str, Any]:
+        async with self._db.transaction() as session:
+            await self._require_task(session, scope, task_id)
+            row = await self._row(session, scope, task_id, config_id)
+        if row is None:
+            raise TaskNotFound(
+                f"push notification config '{shown(config_id)}' not found for this task",
+                reason="push_config_not_found",
+            )
+        return public_config(row)
+
+    async def list(
+        self, scope: CallerScope, task_id: str, page_size: int, page_token: str
+    ) -> dict[str, Any]:
+        after = _decode_id_cursor(page_token) if page_token else None
+        async with self._db.transaction() as session:
+            await self._require_task(session, scope, task_id)
+            query = (
+                select(PushConfigRow)
+                .where(
+                    PushConfigRow.tenant == scope.tenant,
+                    PushConfigRow.identity == scope.identity,
+                    PushConfigRow.task_id == task_id,
+                )
+                .order_by(PushConfigRow.id)
+                .limit(page_size + 1)
+            )
+            if after is not None:
+                query = query.where(PushConfigRow.id > after)
+            rows = list((await session.execute(query)).scalars().all())
+        more = len(rows) > page_size
+        rows = rows[:page_size]
+        token = _encode_id_cursor(rows[-1].id) if more and rows else ""
+        return {"configs": [public_config(r) for r in rows], "nextPageToken": token}
+
+    async def delete(self, scope: CallerScope, task_id: str, config_id: str) -> dict[str, Any]:
+        """Idempotent: deleting a config that is already gone succeeds (CONTRACT §5)."""
+        async with self._db.transaction() as session:
+            await self._require_task(session, scope, task_id)
+            await session.execute(
+                delete(PushConfigRow).where(
+                    PushConfigRow.tenant == scope.tenant,
+                    PushConfigRow.identity == scope.identity,
+                    PushConfigRow.task_id == task_id,
+                    PushConfigRow.id == config_id,
+                )
+            )
+            # Nothing is sent to a config after it was deleted.
+            await session.execute(
+                update(PushOutboxRow)
+                .where(
+                    PushOutboxRow.tenant == scope.tenant,
+                    PushOutboxRow.identity == scope.identity,
+                    PushOutboxRow.task_id == task_id,
+                    PushOutboxRow.config_id == config_id,
+                    PushOutboxRow.status == OUTBOX_PENDING,
+                )
+                .values(status=OUTBOX_CANCELED)
+            )
+        return {}
+
+
+def _encode_id_cursor(config_id: str) -> str:
+    return base64.urlsafe_b64encode(config_id.encode()).decode("ascii").rstrip("=")
+
+
+def _decode_id_cursor(token: str) -> str:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        return base64.urlsafe_b64decode(padded.encode("ascii")).decode()
+    except (ValueError, UnicodeError):
+        raise InvalidParams("params.pageToken is not a valid page token") from None

@@ -1,0 +1,128 @@
+"""``GetTask`` and ``ListTasks`` (CONTRACT §5), scoped to the caller.
+
+ListTasks pages newest first with a keyset cursor over ``(created_at, id)`` — the index
+``ix_tasks_scope_created (tenant, identity, created_at, id)`` serves both the filter and the
+order, and a page costs the same wherever it is (never OFFSET). The cursor is opaque to
+clients (base64url of JSON); a forged one can only move within the caller's own tasks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, tuple_
+from sqlalchemy.sql import ColumnElement
+
+from app.db.engine import Database
+from app.db.models import TaskRow
+from app.errors import InvalidParams, TaskNotFound
+from app.security.caller import CallerScope
+from app.tasks.repository import load_history, load_task
+from app.tasks.wire import as_utc, shown, task_doc
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    context_id: str | None = None
+    state: str | None = None
+    status_after: datetime | None = None
+    page_size: int = DEFAULT_PAGE_SIZE
+    page_token: str = ""
+    history_length: int = 0
+    include_artifacts: bool = False
+
+
+def encode_cursor(created_at: datetime, task_id: str) -> str:
+    raw = json.dumps([as_utc(created_at).isoformat(), task_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode("ascii"))
+        stamp, task_id = json.loads(raw)
+        if not isinstance(stamp, str) or not isinstance(task_id, str):
+            raise ValueError
+        return as_utc(datetime.fromisoformat(stamp)), task_id
+    except (ValueError, TypeError, UnicodeError, binascii.Error):
+        raise InvalidParams("params.pageToken is not a valid page token") from None
+
+
+class TaskQueries:
+    def __init__(self, db: Database, *, default_history_length: int) -> None:
+        self._db = db
+        self._default_history = default_history_length
+
+    async def get(
+        self, scope: CallerScope, task_id: str, history_length: int | None
+    ) -> dict[str, Any]:
+        """History: ``0`` → none, ``n`` → the last n, absent → at most the default."""
+        if history_length is not None and history_length < 0:
+            raise InvalidParams("params.historyLength must not be negative")
+        limit = self._default_history if history_length is None else history_length
+        async with self._db.transaction() as session:
+            row = await load_task(session, scope, task_id) if task_id else None
+            if row is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            history = await load_history(session, scope, task_id, limit)
+        return task_doc(row, history=history)
+
+    def _filters(self, scope: CallerScope, query: ListQuery) -> list[ColumnElement[bool]]:
+        filters: list[ColumnElement[bool]] = [
+            TaskRow.tenant == scope.tenant,
+            TaskRow.identity == scope.identity,
+        ]
+        if query.context_id:
+            filters.append(TaskRow.context_id == query.context_id)
+        if query.state:
+            filters.append(TaskRow.state == query.state)
+        if query.status_after is not None:
+            # status.timestamp and updated_at are written together by every state change.
+            filters.append(TaskRow.updated_at > query.status_after)
+        return filters
+
+    async def list(self, scope: CallerScope, query: ListQuery) -> dict[str, Any]:
+        if not 1 <= query.page_size <= MAX_PAGE_SIZE:
+            raise InvalidParams(f"params.pageSize must be between 1 and {MAX_PAGE_SIZE}")
+        if query.history_length < 0:
+            raise InvalidParams("params.historyLength must not be negative")
+        filters = self._filters(scope, query)
+        page = select(TaskRow).where(*filters)
+        if query.page_token:
+            created_at, task_id = decode_cursor(query.page_token)
+            page = page.where(tuple_(TaskRow.created_at, TaskRow.id) < (created_at, task_id))
+        page = page.order_by(TaskRow.created_at.desc(), TaskRow.id.desc()).limit(
+            query.page_size + 1
+        )
+        async with self._db.transaction() as session:
+            rows = list((await session.execute(page)).scalars().all())
+            total = (
+                await session.execute(select(func.count()).select_from(TaskRow).where(*filters))
+            ).scalar_one()
+            more = len(rows) > query.page_size
+            rows = rows[: query.page_size]
+            tasks = []
+            for row in rows:
+                history = (
+                    await load_history(session, scope, row.id, query.history_length)
+                    if query.history_length
+                    else []
+                )
+                tasks.append(
+                    task_doc(row, history=history, include_artifacts=query.include_artifacts)
+                )
+        next_token = encode_cursor(rows[-1].created_at, rows[-1].id) if more else ""
+        return {
+            "tasks": tasks,
+            "nextPageToken": next_token,
+            "pageSize": len(tasks),
+            "totalSize": int(total),
+        }

@@ -1,0 +1,120 @@
+"""``SendMessage`` params: validated into one immutable request before anything is written.
+
+CONTRACT §5: the push config is checked first (REFERENCE-CASES 44-48: a gateway that forgot it
+learns so whatever else is wrong), then the message. Every refusal is ``-32602`` naming the
+field and happens before any task exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import Role, SendMessageRequest
+
+from app.errors import InvalidParams, TaskNotFound
+from app.security.origins import OriginAllowlist
+from app.tasks.push_configs import PushConfigInput, validate_push_config
+from app.tasks.wire import parse_params, to_json
+from app.tenants.registry import TenantRecord
+
+PUSH_PREFIX = "params.configuration.taskPushNotificationConfig"
+MAX_MESSAGE_ID = 512
+MAX_CONTEXT_ID = 1024
+MAX_TASK_ID = 64  # server-generated UUIDs: anything longer names no task of ours
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    message: dict[str, Any]  # protobuf-JSON Message as received (normalised)
+    message_id: str
+    task_id: str | None
+    context_id: str | None
+    push: PushConfigInput | None
+    return_immediately: bool
+    history_length: int | None
+    accepted_output_modes: tuple[str, ...]
+    content_hash: str
+
+
+def _object(value: object, field: str) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidParams(f"params.{field} must be an object")
+    return value
+
+
+def content_hash(message: dict[str, Any], push: PushConfigInput | None) -> str:
+    """sha256 of the canonical message and push config: same messageId + other content is a
+    conflict, never a second task (CONTRACT §5)."""
+    doc = {"message": message, "push": push.canonical() if push else None}
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -> None:
+    if raw is None or not request.HasField("message"):
+        raise InvalidParams("params.message is required", reason="message_required")
+    message = request.message
+    if not message.message_id:
+        raise InvalidParams("params.message.messageId is required", reason="message_id_required")
+    if len(message.message_id) > MAX_MESSAGE_ID:
+        raise InvalidParams(f"params.message.messageId is longer than {MAX_MESSAGE_ID}")
+    if "role" not in raw:
+        raise InvalidParams("params.message.role is required")
+    if message.role != Role.ROLE_USER:
+        raise InvalidParams("params.message.role must be ROLE_USER")
+    if not message.parts:
+        raise InvalidParams("params.message.parts must hold at least one part")
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") is None:
+            raise InvalidParams(f"params.message.parts[{index}] has no content")
+    if len(message.context_id) > MAX_CONTEXT_ID:
+        raise InvalidParams(f"params.message.contextId is longer than {MAX_CONTEXT_ID}")
+    if len(message.task_id) > MAX_TASK_ID:
+        raise TaskNotFound("task not found")
+
+
+def parse_send_message(
+    params: Mapping[str, Any], *, tenant: TenantRecord, allowlist: OriginAllowlist
+) -> SendRequest:
+    raw_message = _object(params.get("message"), "message")
+    raw_config = _object(params.get("configuration"), "configuration")
+    if raw_config is not None:
+        for name in ("taskPushNotificationConfig", "task_push_notification_config"):
+            _object(raw_config.get(name), f"configuration.{name}")
+    request = parse_params(params, SendMessageRequest, lenient_nested=True)
+    configuration = request.configuration
+
+    push: PushConfigInput | None = None
+    if configuration.HasField("task_push_notification_config") or tenant.require_push_config:
+        push = validate_push_config(
+            configuration.task_push_notification_config,
+            prefix=PUSH_PREFIX,
+            allowlist=allowlist,
+            require_token=tenant.require_push_config,
+        )
+
+    _check_message(request, raw_message)
+    history_length: int | None = None
+    if configuration.HasField("history_length"):
+        if configuration.history_length < 0:
+            raise InvalidParams("params.configuration.historyLength must not be negative")
+        history_length = configuration.history_length
+
+    message = to_json(request.message)
+    return SendRequest(
+        message=message,
+        message_id=request.message.message_id,
+        task_id=request.message.task_id or None,
+        context_id=request.message.context_id or None,
+        push=push,
+        return_immediately=configuration.return_immediately,
+        history_length=history_length,
+        accepted_output_modes=tuple(configuration.accepted_output_modes),
+        content_hash=content_hash(message, push),
+    )

@@ -1,0 +1,212 @@
+"""The guarded writes a running turn makes (CONTRACT §6; the TASKS/WORKER shared contract).
+
+Each method is one short transaction whose state change is a single compare-and-set
+``UPDATE … WHERE state IN (…) AND EXISTS (<fence holds>)``; the return value says whether it
+applied ("the cancellation verdict is read, not probed"). A refused write means: no agent
+call (``mark_working``), no push (``record_progress``, ``finish``). The outbox row of a push is
+written in the same transaction as the change it reports (CONTRACT §7).
+
+Rules enforced in SQL, not in Python: nothing overwrites ``CANCELED`` (it is terminal and
+every guard requires a non-terminal state); a terminal state is never replaced by another
+(``finish`` requires ``WORKING``). ``finish`` with the state the task already holds is a
+no-op success so a replayed turn is safe (REFERENCE-CASES 77-80, 85).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.engine import Database
+from app.db.models import TaskRow
+from app.errors import TaskNotFound
+from app.push.outbox import enqueue_push
+from app.security.caller import CallerScope
+from app.settings import Settings
+from app.tasks import states
+from app.tasks.fence import Fence, fence_holds
+from app.tasks.outcome import TurnOutcome
+from app.tasks.repository import append_history, load_history, load_task, next_history_seq
+from app.tasks.wire import agent_message, shown, status_doc, task_doc, utcnow
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """What a turn needs to run: the task (protobuf-JSON, full history), its state."""
+
+    task: dict[str, Any]
+    history: list[dict[str, Any]]
+    state: str
+    context_id: str
+
+
+_WORKING_ONLY = frozenset({states.WORKING})
+
+
+class TurnWrites:
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self._db = db
+        self._settings = settings
+
+    def _guarded(
+        self, scope: CallerScope, task_id: str, fence: Fence, allowed: frozenset[str]
+    ) -> Any:
+        return update(TaskRow).where(
+            TaskRow.tenant == scope.tenant,
+            TaskRow.identity == scope.identity,
+            TaskRow.id == task_id,
+            TaskRow.state.in_(allowed),
+            fence_holds(scope, fence, is_sqlite=self._db.is_sqlite),
+        )
+
+    async def mark_working(self, scope: CallerScope, task_id: str, fence: Fence) -> bool:
+        """SUBMITTED / INPUT_REQUIRED / AUTH_REQUIRED / WORKING → WORKING.
+
+        False: canceled, terminal, or the fence was lost — make no agent call.
+        """
+        now = utcnow()
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                self._guarded(scope, task_id, fence, states.RUNNABLE)
+                .values(
+                    state=states.WORKING,
+                    status=status_doc(states.WORKING, now),
+                    updated_at=now,
+                    version=TaskRow.version + 1,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            return _applied(result)
+
+    async def record_progress(
+        self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
+    ) -> bool:
+        """WORKING only: the agent's progress message in ``status.message`` (message id
+        ``<taskId>:<step key>``, stable across retries) and its push, one transaction."""
+        now = utcnow()
+        async with self._db.transaction() as session:
+            context_id = await self._context_id(session, scope, task_id)
+            if context_id is None:
+                return False
+            message = agent_message(task_id=task_id, context_id=context_id, key=step_key, text=text)
+            status = status_doc(states.WORKING, now, message)
+            result = await session.execute(
+                self._guarded(scope, task_id, fence, _WORKING_ONLY)
+                .values(status=status, updated_at=now, version=TaskRow.version + 1)
+                .execution_options(synchronize_session=False)
+            )
+            if not _applied(result):
+                return False
+            payload = {"task": {"id": task_id, "contextId": context_id, "status": status}}
+            await enqueue_push(
+                session,
+                scope=scope,
+                task_id=task_id,
+                kind="progress",
+                message_key=step_key,
+                payload=payload,
+            )
+            return True
+
+    async def finish(
+        self, scope: CallerScope, task_id: str, fence: Fence, outcome: TurnOutcome
+    ) -> bool:
+        """WORKING → ``outcome.state`` with its message, artifacts and final push, one
+        transaction (FAILED also from SUBMITTED/interrupted). Same terminal state again →
+        True (replay); anything else refused."""
+        if outcome.state not in states.OUTCOMES:
+            raise ValueError(f"not a turn outcome state: {outcome.state}")
+        now = utcnow()
+        async with self._db.transaction() as session:
+            row = await load_task(session, scope, task_id)
+            if row is None:
+                return False
+            if row.state == outcome.state and states.is_terminal(row.state):
+                return True
+            # The host's final failure must land even for a turn that never reached WORKING
+            # (it failed before mark_working); every other outcome comes from a working turn.
+            allowed = states.RUNNABLE if outcome.state == states.FAILED else _WORKING_ONLY
+            if row.state not in allowed:
+                return False
+            key = outcome.message_key or await self._final_key(session, scope, task_id, outcome)
+            message = agent_message(
+                task_id=task_id,
+                context_id=row.context_id,
+                key=key,
+                text=outcome.text,
+                parts=outcome.parts,
+            )
+            status = status_doc(outcome.state, now, message)
+            artifacts = list(row.artifacts or []) + [dict(a) for a in outcome.artifacts]
+            # The version pins the artifacts we read: a concurrent change (a cancel) refuses.
+            result = await session.execute(
+                self._guarded(scope, task_id, fence, allowed)
+                .where(TaskRow.version == row.version)
+                .values(
+                    state=outcome.state,
+                    status=status,
+                    artifacts=artifacts,
+                    updated_at=now,
+                    version=TaskRow.version + 1,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if not _applied(result):
+                return False
+            if message is not None:
+                await append_history(session, scope, task_id, role="ROLE_AGENT", message=message)
+            task: dict[str, Any] = {
+                "id": task_id,
+                "contextId": row.context_id,
+                "status": status,
+            }
+            if artifacts:
+                task["artifacts"] = artifacts
+            await enqueue_push(
+                session,
+                scope=scope,
+                task_id=task_id,
+                kind="final",
+                message_key=key,
+                payload={"task": task},
+            )
+            return True
+
+    async def load_turn_context(self, scope: CallerScope, task_id: str) -> TaskSnapshot:
+        async with self._db.transaction() as session:
+            row = await load_task(session, scope, task_id)
+            if row is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            history = await load_history(session, scope, task_id, None)
+        return TaskSnapshot(
+            task=task_doc(row, history=history),
+            history=history,
+            state=row.state,
+            context_id=row.context_id,
+        )
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    async def _context_id(
+        self, session: AsyncSession, scope: CallerScope, task_id: str
+    ) -> str | None:
+        row = await load_task(session, scope, task_id)
+        return row.context_id if row is not None else None
+
+    async def _final_key(
+        self, session: AsyncSession, scope: CallerScope, task_id: str, outcome: TurnOutcome
+    ) -> str:
+        """``final`` for a terminal outcome (CONTRACT §7). An interruption can happen several
+        times on one task; its key carries the history position of the question so each one
+        is a distinct push (the gateway drops a repeated message id as a duplicate), yet a
+        retried turn that writes the same question at the same position reuses it."""
+        if states.is_terminal(outcome.state):
+            return "final"
+        return f"interrupt-{await next_history_seq(session, scope, task_id)}"
+
+
+def _applied(result: Any) -> bool:
+    return int(getattr(result, "rowcount", 0) or 0) == 1

@@ -1,0 +1,167 @@
+"""Task rows to protobuf-JSON and incoming params to ``a2a.types`` messages.
+
+The SDK's generated classes are the wire schema (ARCHITECTURE, Wire types): stored documents
+are protobuf-JSON (camelCase, enum names) and every outgoing Task is re-encoded through
+``a2a.types.Task`` so what we answer is exactly what a protobuf client reads back. Parse errors
+become ``InvalidParams`` naming the field, never echoing the offending value (it may carry a
+token or a credential).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from a2a.types import Task
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from app.db.models import TaskRow
+from app.errors import InvalidParams
+
+M = TypeVar("M", bound=ProtoMessage)
+
+_FIELD_RE = re.compile(r"Failed to parse (\w+) field")
+_AT_RE = re.compile(r'at "[A-Za-z]+\.([\w.\[\]]+)"')
+_NAME_RE = re.compile(r'no field named "(\w+)"')
+
+
+_UNSAFE = re.compile(r"[^\x20-\x7e]")
+
+
+def shown(value: str, limit: int = 64) -> str:
+    """A client-supplied value safe to echo in an error message: printable and bounded."""
+    cleaned = _UNSAFE.sub("?", value)
+    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def timestamp_json(value: datetime) -> str:
+    """RFC 3339 in UTC with ``Z``, as protobuf-JSON encodes ``google.protobuf.Timestamp``."""
+    stamp = Timestamp()
+    stamp.FromDatetime(as_utc(value))
+    text: str = stamp.ToJsonString()
+    return text
+
+
+def parse_timestamp(value: object, *, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise InvalidParams(f"params.{field} must be an RFC 3339 timestamp string")
+    stamp = Timestamp()
+    try:
+        stamp.FromJsonString(value)
+    except ValueError:
+        raise InvalidParams(f"params.{field} must be an RFC 3339 timestamp") from None
+    parsed: datetime = stamp.ToDatetime(tzinfo=UTC)
+    return parsed
+
+
+def _field_path(error: json_format.ParseError) -> str:
+    text = str(error)
+    names = _FIELD_RE.findall(text)
+    at = _AT_RE.search(text)
+    if at is not None:
+        path = at.group(1)
+        missing = _NAME_RE.search(text)
+        return f"{path}.{missing.group(1)}" if missing else path
+    return ".".join(names) if names else "params"
+
+
+def parse_params(
+    params: Mapping[str, Any],
+    message_type: type[M],
+    *,
+    lenient_nested: bool = False,
+) -> M:
+    """Parse ``params`` into ``message_type``.
+
+    Top-level members that are not fields of the request are dropped (``tenant`` aside, a
+    client may send extensions we do not know); nested unknown members are refused unless
+    ``lenient_nested`` (used for ``SendMessage``, whose nested Message and configuration must
+    tolerate additive fields of later protocol versions).
+    """
+    descriptor = message_type.DESCRIPTOR
+    known = {f.json_name for f in descriptor.fields} | {f.name for f in descriptor.fields}
+    doc = {k: v for k, v in params.items() if k in known}
+    target: M = message_type()
+    try:
+        json_format.ParseDict(doc, target, ignore_unknown_fields=lenient_nested)
+    except json_format.ParseError as exc:
+        raise InvalidParams(
+            f"params.{_field_path(exc)} is not valid for {descriptor.name}",
+            reason="invalid_params",
+        ) from None
+    return target
+
+
+def to_json(message: ProtoMessage) -> dict[str, Any]:
+    """protobuf-JSON: camelCase member names, enum names, RFC 3339 timestamps."""
+    doc: dict[str, Any] = json_format.MessageToDict(message)
+    return doc
+
+
+def status_doc(
+    state: str, at: datetime, message: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {"state": state, "timestamp": timestamp_json(at)}
+    if message is not None:
+        doc["message"] = dict(message)
+    return doc
+
+
+def agent_message(
+    *,
+    task_id: str,
+    context_id: str,
+    key: str,
+    text: str | None = None,
+    parts: Iterable[Mapping[str, Any]] = (),
+) -> dict[str, Any] | None:
+    """The agent's message; its id ``<taskId>:<key>`` is stable across retries (CONTRACT §7)."""
+    all_parts = [dict(p) for p in parts]
+    if text is not None and text != "":
+        all_parts.insert(0, {"text": text})
+    if not all_parts:
+        return None
+    return {
+        "messageId": f"{task_id}:{key}",
+        "contextId": context_id,
+        "taskId": task_id,
+        "role": "ROLE_AGENT",
+        "parts": all_parts,
+    }
+
+
+def task_doc(
+    row: TaskRow,
+    *,
+    history: list[dict[str, Any]] | None = None,
+    include_artifacts: bool = True,
+    include_metadata: bool = True,
+) -> dict[str, Any]:
+    """One task row (plus the history slice the caller asked for) as a protobuf-JSON Task."""
+    doc: dict[str, Any] = {"id": row.id, "contextId": row.context_id, "status": dict(row.status)}
+    if include_artifacts and row.artifacts:
+        doc["artifacts"] = list(row.artifacts)
+    if history:
+        doc["history"] = history
+    if include_metadata and row.metadata_:
+        doc["metadata"] = dict(row.metadata_)
+    # Re-encode through the SDK class: the answer is exactly what a protobuf client reads.
+    return to_json(json_format.ParseDict(doc, Task()))
+
+
+def accept_answer(row: TaskRow) -> dict[str, Any]:
+    """CONTRACT §5 SendMessage: the Task wrapped under ``task``; id, contextId, status."""
+    return {"task": task_doc(row, include_artifacts=False, include_metadata=False)}
