@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from sqlalchemy import select, update
+from sqlalchemy import event, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from app.db.models import PushConfigRow, PushOutboxRow
+from app.push.wakeup import CHANNEL, notify_local
 from app.security.caller import CallerScope
 
 PushKind = Literal["progress", "final"]
@@ -17,6 +19,9 @@ PENDING = "pending"
 DELIVERED = "delivered"
 DEAD = "dead"
 CANCELED = "canceled"
+STATUSES = (PENDING, DELIVERED, DEAD, CANCELED)
+
+_WAKE_KEY = "looping_push_wake"
 
 
 async def enqueue_push(
@@ -60,19 +65,47 @@ async def enqueue_push(
             )
         )
     await session.flush()
+    if configs:
+        await _wake_on_commit(session)
     return len(configs)
 
 
+async def _wake_on_commit(session: AsyncSession) -> None:
+    """Wake deliverers once this transaction commits (never before: the row must be visible)."""
+    if session.info.get(_WAKE_KEY):
+        return
+    session.info[_WAKE_KEY] = True
+    if session.get_bind().dialect.name == "postgresql":
+        # NOTIFY is transactional: delivered to listeners at commit, dropped on rollback.
+        await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+
+    def after_commit(sync_session: Session) -> None:
+        sync_session.info.pop(_WAKE_KEY, None)
+        notify_local()
+
+    def after_rollback(sync_session: Session) -> None:
+        sync_session.info.pop(_WAKE_KEY, None)
+
+    event.listen(session.sync_session, "after_commit", after_commit, once=True)
+    event.listen(session.sync_session, "after_soft_rollback", after_rollback, once=True)
+
+
 async def cancel_undelivered(session: AsyncSession, *, scope: CallerScope, task_id: str) -> int:
-    """After a cancel nothing more is sent for the task (CONTRACT §5 CancelTask, §7)."""
+    """After a cancel nothing more is sent for the task (CONTRACT §5 CancelTask, §7).
+
+    Dead letters are canceled too, so an operator's ``push replay --all`` can never send a
+    push for a task the gateway has canceled. A row whose attempt is already on the wire is
+    marked canceled here; the deliverer re-reads the status right before every send and
+    records no outcome over a canceled row.
+    """
     result = await session.execute(
         update(PushOutboxRow)
         .where(
             PushOutboxRow.tenant == scope.tenant,
             PushOutboxRow.identity == scope.identity,
             PushOutboxRow.task_id == task_id,
-            PushOutboxRow.status == PENDING,
+            PushOutboxRow.status.in_((PENDING, DEAD)),
         )
-        .values(status=CANCELED)
+        .values(status=CANCELED, lease_owner=None, lease_until=None)
     )
     return int(getattr(result, "rowcount", 0) or 0)

@@ -1,12 +1,71 @@
-"""Push delivery as a background service (placeholder until the push work lands)."""
+"""Push delivery as a background service of ``serve`` and ``worker`` (CONTRACT §7)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.push.deliverer import LEASE_MARGIN_SECONDS, DelivererConfig, PushDeliverer
+from app.push.policy import RetryPolicy
+from app.push.secrets import secret_box_for
+from app.push.sender import PushSender, push_client
+from app.push.store import OutboxStore
+
 if TYPE_CHECKING:
+    import httpx
+
+    from app.db.engine import Database
+    from app.ops.metrics import Metrics
+    from app.security.keys import SigningKey
     from app.services import BackgroundService, EdgeServices
+    from app.settings import Settings
 
 
 def build_push_deliverer(services: EdgeServices, *, owner: str) -> BackgroundService | None:
-    return None
+    # kid/jku string-identical to the card's (CONTRACT §7): the jku comes from the card service.
+    return create_deliverer(
+        settings=services.settings,
+        key=services.key,
+        jku=services.cards.jku,
+        db=services.db,
+        metrics=services.metrics,
+        owner=owner,
+    )
+
+
+def create_deliverer(
+    *,
+    settings: Settings,
+    key: SigningKey,
+    jku: str,
+    db: Database,
+    metrics: Metrics,
+    owner: str,
+    client: httpx.AsyncClient | None = None,
+    listen: bool = True,
+) -> PushDeliverer:
+    """A deliverer; by default with its own shared client (pool limits, no redirects, no proxy
+    settings from the environment), closed when the deliverer stops."""
+    timeout = settings.push_timeout_seconds
+    http = client or push_client(timeout=timeout, concurrency=settings.push_concurrency)
+    sender = PushSender(
+        key=key,
+        jku=jku,
+        allowlist=settings.allowlist,
+        secrets=secret_box_for(settings, key),
+        client=http,
+        timeout=timeout,
+    )
+    return PushDeliverer(
+        db=db,
+        store=OutboxStore(db, owner=owner, lease_seconds=timeout + LEASE_MARGIN_SECONDS),
+        sender=sender,
+        policy=RetryPolicy.from_settings(settings),
+        metrics=metrics,
+        config=DelivererConfig(
+            concurrency=settings.push_concurrency,
+            poll_seconds=settings.poll_seconds,
+            attempt_timeout=timeout,
+            listen=listen,
+        ),
+        client=http,
+    )

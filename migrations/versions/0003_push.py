@@ -60,6 +60,8 @@ def upgrade() -> None:
         ),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("unauthorized_attempts", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("first_attempt_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column(
             "next_attempt_at",
             sa.DateTime(timezone=True),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, Integer, PrimaryKeyConstraint, String, Text, func
+from sqlalchemy import Index, Integer, PrimaryKeyConstraint, String, Text, func, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.models.base import Base, BigId, JsonDoc, Timestamp
@@ -49,8 +49,15 @@ class PushOutboxRow(Base):
     message_key: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # progress | final
     payload: Mapped[dict[str, Any]] = mapped_column(JsonDoc, nullable=False)
+    # pending | delivered | dead | canceled (app.push.outbox)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # Consecutive 401 answers: a few short retries, then permanent (CONTRACT §7).
+    unauthorized_attempts: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default=text("0")
+    )
+    # The retry budget runs from the first attempt (reset by a replay).
+    first_attempt_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True)
     next_attempt_at: Mapped[datetime] = mapped_column(
         Timestamp, nullable=False, server_default=func.now()
     )

@@ -1,0 +1,142 @@
+"""One delivery attempt: the signed POST to the gateway's push URL (CONTRACT §7).
+
+- Only allowlisted origins are contacted: the URL is re-checked against ``GATEWAY_ORIGINS``
+  at send time (the list may have shrunk since the config was stored).
+- ``Authorization: Bearer <callback JWT>`` signed for this attempt (``kid``/``jku`` exactly the
+  card's, ``aud`` = the push URL, ``exp = iat + 300``), or A2A §13.2
+  ``Authorization: <scheme> <credentials>`` when the config carries authentication.
+- ``X-A2A-Notification-Token`` echoed verbatim; ``Content-Type: application/a2a+json``.
+- No redirects, one overall deadline per attempt (``httpx`` timeouts are per phase, so a
+  server dripping bytes could otherwise hold an attempt forever), the response body is
+  never trusted or logged (at most a small prefix is drained so the connection can be reused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import httpx
+
+from app.push.policy import AttemptResult, Outcome, classify_status, status_error
+from app.push.secrets import SecretBox, SecretUnreadable
+from app.push.store import ClaimedPush
+from app.security.keys import SigningKey
+from app.security.origins import OriginAllowlist, OriginError
+
+CONTENT_TYPE = "application/a2a+json"
+TOKEN_HEADER = "X-A2A-Notification-Token"  # noqa: S105 - a header name
+CALLBACK_TTL_SECONDS = 300
+_DRAIN_BYTES = 16 * 1024
+# RFC 9110 §5.5 field values: visible ASCII, space and tab only (no CR/LF header injection).
+_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
+# RFC 9110 §11.1 auth-scheme is a token.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class _Refused(Exception):
+    """A push that must not (or cannot) be sent; the message is safe text."""
+
+
+def push_client(*, timeout: float, concurrency: int) -> httpx.AsyncClient:
+    """The one shared client for pushes: no redirects, no proxies from the environment."""
+    return httpx.AsyncClient(
+        follow_redirects=False,
+        timeout=httpx.Timeout(timeout),
+        limits=httpx.Limits(
+            max_connections=max(concurrency, 1) * 2, max_keepalive_connections=concurrency
+        ),
+        trust_env=False,
+    )
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class PushSender:
+    def __init__(
+        self,
+        *,
+        key: SigningKey,
+        jku: str,
+        allowlist: OriginAllowlist,
+        secrets: SecretBox,
+        client: httpx.AsyncClient,
+        timeout: float,
+    ) -> None:
+        self._key = key
+        self._jku = jku
+        self._allowlist = allowlist
+        self._secrets = secrets
+        self._client = client
+        self._timeout = timeout
+
+    def headers(self, push: ClaimedPush) -> dict[str, str]:
+        """The request headers for one attempt (a fresh callback JWT each call)."""
+        url = push.url or ""
+        headers = {"Content-Type": CONTENT_TYPE}
+        if push.auth_scheme and push.auth_credentials_enc:
+            credentials = self._open(push.auth_credentials_enc, "push credentials")
+            if not _TOKEN.fullmatch(push.auth_scheme) or not _FIELD_VALUE.fullmatch(credentials):
+                raise _Refused("push credentials are not a valid header value")
+            headers["Authorization"] = f"{push.auth_scheme} {credentials}"
+        else:
+            token = self._key.callback_jwt(jku=self._jku, audience=url, ttl=CALLBACK_TTL_SECONDS)
+            headers["Authorization"] = f"Bearer {token}"
+        if push.token_enc is not None:
+            token_value = self._open(push.token_enc, "notification token")
+            if not _FIELD_VALUE.fullmatch(token_value):
+                raise _Refused("notification token is not a valid header value")
+            headers[TOKEN_HEADER] = token_value
+        return headers
+
+    def _open(self, sealed: str, what: str) -> str:
+        try:
+            return self._secrets.open(sealed)
+        except SecretUnreadable:
+            raise _Refused(f"{what} cannot be decrypted") from None
+
+    async def attempt(self, push: ClaimedPush) -> AttemptResult:
+        try:
+            # CONTRACT §7: never contact a target outside GATEWAY_ORIGINS, decided before I/O.
+            self._allowlist.check_url(push.url, what="push url")
+        except OriginError:
+            return AttemptResult(Outcome.PERMANENT, error="push url is not an allowed gateway")
+        try:
+            headers = self.headers(push)
+        except _Refused as exc:
+            return AttemptResult(Outcome.PERMANENT, error=str(exc))
+        return await self._post(str(push.url), headers, encode_body(push.payload))
+
+    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
+        try:
+            async with asyncio.timeout(self._timeout):
+                async with self._client.stream("POST", url, content=body, headers=headers) as resp:
+                    status = resp.status_code
+                    retry_after = resp.headers.get("retry-after")
+                    await _drain(resp)
+        except (TimeoutError, httpx.TimeoutException):
+            return AttemptResult(Outcome.RETRYABLE, error="timeout")
+        except httpx.TransportError as exc:
+            # The class name only: exception text can carry the URL or peer details.
+            return AttemptResult(Outcome.RETRYABLE, error=f"network error ({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return AttemptResult(Outcome.RETRYABLE, error=f"http error ({type(exc).__name__})")
+        return AttemptResult(
+            classify_status(status),
+            status=status,
+            error=status_error(status),
+            retry_after=retry_after,
+        )
+
+
+async def _drain(response: httpx.Response) -> None:
+    """Read a small body so the connection can be reused; give up (close) past the cap."""
+    seen = 0
+    async for chunk in response.aiter_raw():
+        seen += len(chunk)
+        if seen > _DRAIN_BYTES:
+            break

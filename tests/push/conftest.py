@@ -1,0 +1,190 @@
+"""A push rig: the real database (SQLite and Postgres), an edge signing key, a real loopback
+receiver, and helpers that queue outbox rows through ``enqueue_push`` (as turns do)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from sqlalchemy import select, update
+
+from app.db.engine import Database
+from app.db.models import PushConfigRow, PushOutboxRow
+from app.ops.metrics import Metrics
+from app.push.deliverer import PushDeliverer
+from app.push.outbox import enqueue_push
+from app.push.runtime import create_deliverer
+from app.push.secrets import SecretBox, secret_box_for
+from app.security.caller import CallerScope
+from app.security.keys import SigningKey, generate_private_jwk
+from app.settings import Settings, load_settings
+from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
+
+EDGE_URL = "https://edge.test"
+JKU = EDGE_URL + "/.well-known/jwks.json"
+SCOPE = CallerScope(tenant="demo", identity="user-1")
+
+
+def payload(task_id: str, key: str, *, state: str = "TASK_STATE_WORKING", text: str = "") -> dict:
+    return {
+        "task": {
+            "id": task_id,
+            "contextId": "ctx-1",
+            "status": {
+                "state": state,
+                "message": {
+                    "messageId": f"{task_id}:{key}",
+                    "role": "ROLE_AGENT",
+                    "parts": [{"text": text or f"step {key}"}],
+                },
+            },
+        }
+    }
+
+
+@dataclass
+class PushRig:
+    db: Database
+    jwk: dict[str, str]
+    rx: PushReceiver
+    db_url: str
+    metrics: Metrics = field(default_factory=Metrics)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    deliverers: list[PushDeliverer] = field(default_factory=list)
+
+    @property
+    def key(self) -> SigningKey:
+        return SigningKey.from_jwk_json(json.dumps(self.jwk))
+
+    def settings(self, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "signing_key": json.dumps(self.jwk),
+            "gateway_origins": [self.rx.base_url],
+            "public_url": EDGE_URL,
+            "database_url": self.db_url,
+            "allow_loopback_http": True,
+            "push_retry_base_seconds": 0.01,
+            "push_retry_max_seconds": 0.05,
+            "push_timeout_seconds": 2.0,
+            "poll_seconds": 0.05,
+            "log_json": False,
+        }
+        values.update(self.overrides)
+        values.update(overrides)
+        return load_settings(**values)
+
+    @property
+    def box(self) -> SecretBox:
+        return secret_box_for(self.settings(), self.key)
+
+    async def add_config(
+        self,
+        task_id: str,
+        *,
+        config_id: str = "cfg",
+        url: str | None = None,
+        token: str | None = None,
+        auth: tuple[str, str] | None = None,
+        scope: CallerScope = SCOPE,
+    ) -> tuple[str, str | None]:
+        if url is None:
+            url, token = self.rx.endpoint(f"{task_id}-{config_id}", token=token)
+        async with self.db.transaction() as s:
+            s.add(
+                PushConfigRow(
+                    tenant=scope.tenant,
+                    identity=scope.identity,
+                    task_id=task_id,
+                    id=config_id,
+                    url=url,
+                    token_enc=None if token is None else self.box.seal(token),
+                    auth_scheme=auth[0] if auth else None,
+                    auth_credentials_enc=self.box.seal(auth[1]) if auth else None,
+                )
+            )
+        return url, token
+
+    async def queue(
+        self,
+        task_id: str,
+        key: str,
+        *,
+        kind: str = "progress",
+        state: str = "TASK_STATE_WORKING",
+        scope: CallerScope = SCOPE,
+    ) -> int:
+        async with self.db.transaction() as s:
+            written = await enqueue_push(
+                s,
+                scope=scope,
+                task_id=task_id,
+                kind=kind,  # type: ignore[arg-type]
+                message_key=key,
+                payload=payload(task_id, key, state=state),
+            )
+        return written
+
+    async def rows(self, task_id: str | None = None) -> list[PushOutboxRow]:
+        query = select(PushOutboxRow).order_by(PushOutboxRow.id)
+        if task_id is not None:
+            query = query.where(PushOutboxRow.task_id == task_id)
+        async with self.db.transaction() as s:
+            return list((await s.execute(query)).scalars().all())
+
+    async def make_due(self) -> None:
+        """Fast-forward: every pending row is due now (tests never sleep through backoff)."""
+        async with self.db.transaction() as s:
+            await s.execute(
+                update(PushOutboxRow)
+                .where(PushOutboxRow.status == "pending")
+                .values(next_attempt_at=PushOutboxRow.created_at)
+            )
+
+    async def wait_rows(
+        self, predicate: Any, *, task_id: str | None = None, within: float = 10.0
+    ) -> list[PushOutboxRow]:
+        async with asyncio.timeout(within):
+            while True:
+                rows = await self.rows(task_id)
+                if predicate(rows):
+                    return rows
+                await asyncio.sleep(0.02)
+
+    async def start(self, owner: str = "d1", **overrides: Any) -> PushDeliverer:
+        deliverer = create_deliverer(
+            settings=self.settings(**overrides),
+            key=self.key,
+            jku=JKU,
+            db=self.db,
+            metrics=self.metrics,
+            owner=owner,
+        )
+        await deliverer.start()
+        self.deliverers.append(deliverer)
+        return deliverer
+
+    async def stop_all(self) -> None:
+        while self.deliverers:
+            await self.deliverers.pop().stop()
+
+
+@pytest.fixture
+def edge_jwk() -> dict[str, str]:
+    return generate_private_jwk("edge-key-1")
+
+
+@pytest.fixture
+async def rig(db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    key = SigningKey.from_jwk_json(json.dumps(edge_jwk))
+    async with push_receiver(expect=CallbackExpectation.for_key(key, JKU)) as rx:
+        db = Database(db_url)
+        rig = PushRig(db=db, jwk=edge_jwk, rx=rx, db_url=db_url)
+        try:
+            yield rig
+        finally:
+            await rig.stop_all()
+            await db.dispose()
