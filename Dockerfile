@@ -5,7 +5,7 @@
 # difference: both provide `python3` with the venv module on PATH.
 #
 #   docker build -t looping-edge .
-#   podman build --build-arg BASE=localhost/looping-edge-base:bookworm-v1 -t looping-edge .
+#   scripts/container-smoke    (podman, BASE=the stand-in; see deploy/README.md)
 #
 # No secret is baked in: the signing key arrives at run time through A2A_SIGNING_KEY_FILE
 # (a mounted secret, see docker-compose.yml) or A2A_SIGNING_KEY.
