@@ -18,7 +18,7 @@ random suffix: every message starts a new turn (some test clients reuse message 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,6 +41,12 @@ NOTIFY_CHANNEL = "looping_turns"
 
 
 @dataclass(frozen=True)
+class _TurnSpec:
+    dedupe: bool
+    identity: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Accepted:
     task: TaskRow
     created: bool  # False: an earlier identical message already holds this turn
@@ -59,13 +65,21 @@ class Acceptor:
         self._wake = wake
 
     async def accept(
-        self, scope: CallerScope, request: SendRequest, *, dedupe: bool = True
+        self,
+        scope: CallerScope,
+        request: SendRequest,
+        *,
+        dedupe: bool = True,
+        identity: Mapping[str, Any] | None = None,
     ) -> Accepted:
+        """``identity`` (the verified identity claim) travels in the turn payload for the
+        agent; it is not part of the idempotency hash (the key already scopes by identity)."""
+        turn = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
         async with self._db.transaction() as session:
             if request.task_id is None:
-                accepted = await self._start(session, scope, request, dedupe)
+                accepted = await self._start(session, scope, request, turn)
             else:
-                accepted = await self._resume(session, scope, request, dedupe)
+                accepted = await self._resume(session, scope, request, turn)
             if accepted.created and not is_sqlite(session):
                 # Delivered to LISTENers at commit, never for a rolled-back accept.
                 await session.execute(
@@ -78,13 +92,13 @@ class Acceptor:
     # --- the two kinds of accept --------------------------------------------------------------
 
     async def _start(
-        self, session: AsyncSession, scope: CallerScope, request: SendRequest, dedupe: bool
+        self, session: AsyncSession, scope: CallerScope, request: SendRequest, turn: _TurnSpec
     ) -> Accepted:
         now = utcnow()
         task_id = str(uuid.uuid4())
         context_id = request.context_id or str(uuid.uuid4())
         if not await self._insert_turn(
-            session, scope, request, task_id, states.TURN_START, now, dedupe
+            session, scope, request, task_id, states.TURN_START, now, turn
         ):
             return await self._existing(session, scope, request)
         task = TaskRow(
@@ -107,14 +121,14 @@ class Acceptor:
         return Accepted(task=task, created=True)
 
     async def _resume(
-        self, session: AsyncSession, scope: CallerScope, request: SendRequest, dedupe: bool
+        self, session: AsyncSession, scope: CallerScope, request: SendRequest, turn: _TurnSpec
     ) -> Accepted:
         assert request.task_id is not None
         now = utcnow()
         # The turn insert comes first: it is the idempotency decision, and on SQLite a write
         # as the first statement takes the write lock up front (no stale-snapshot upgrade).
         if not await self._insert_turn(
-            session, scope, request, request.task_id, states.TURN_RESUME, now, dedupe
+            session, scope, request, request.task_id, states.TURN_RESUME, now, turn
         ):
             return await self._existing(session, scope, request)
         task = await load_task(session, scope, request.task_id)
@@ -168,10 +182,13 @@ class Acceptor:
         task_id: str,
         kind: str,
         now: datetime,
-        dedupe: bool,
+        turn: _TurnSpec,
     ) -> bool:
-        key = request.message_id if dedupe else f"{request.message_id}#{uuid.uuid4().hex}"
-        payload: dict[str, Any] = {"message": {**request.message, "taskId": task_id}}
+        key = request.message_id if turn.dedupe else f"{request.message_id}#{uuid.uuid4().hex}"
+        payload: dict[str, Any] = {
+            "message": {**request.message, "taskId": task_id},
+            "identity": turn.identity,
+        }
         if request.accepted_output_modes:
             payload["acceptedOutputModes"] = list(request.accepted_output_modes)
         stmt = (

@@ -58,7 +58,12 @@ def build_task_methods(services: EdgeServices) -> MethodTable:
 
     async def send_message(call: RpcCall) -> Any:
         request = parse_send_message(call.params, tenant=call.tenant, allowlist=allowlist)
-        accepted = await acceptor.accept(call.scope, request, dedupe=call.tenant.dedupe_message_ids)
+        accepted = await acceptor.accept(
+            call.scope,
+            request,
+            dedupe=call.tenant.dedupe_message_ids,
+            identity=call.caller.identity,
+        )
         # Blocking only where no push config is required: the gateway always gets its
         # SUBMITTED answer in milliseconds (CONTRACT §5).
         if request.return_immediately or call.tenant.require_push_config:

@@ -1,0 +1,203 @@
+"""Guarded writes (CONTRACT §6; REFERENCE-CASES 77-80, 85): compare-and-set in SQL, fenced."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app.db.engine import Database
+from app.db.models import PushOutboxRow, TaskMessageRow
+from app.errors import TaskNotCancelable, TaskNotFound
+from app.settings import Settings
+from app.tasks import states
+from app.tasks.cancel import TaskCanceller
+from app.tasks.fence import Fence
+from app.tasks.outcome import TurnOutcome
+from app.tasks.push_secrets import PushSecrets
+from app.tasks.turn_writes import TurnWrites
+from tests.tasks.conftest import SCOPE, accept, count, hold_lease, task_row
+
+DONE = TurnOutcome(state=states.COMPLETED, text="done")
+
+
+@pytest.fixture
+def canceller(database: Database) -> TaskCanceller:
+    return TaskCanceller(database, default_history_length=50)
+
+
+async def _working(database: Database, settings: Settings, writes: TurnWrites) -> tuple[str, Fence]:
+    accepted = await accept(database, settings)
+    fence = await hold_lease(database)
+    assert await writes.mark_working(SCOPE, accepted.task.id, fence)
+    return accepted.task.id, fence
+
+
+async def test_mark_working_then_finish(database: Database, settings: Settings, writes: TurnWrites):
+    task_id, fence = await _working(database, settings, writes)
+    assert (await task_row(database, task_id)).state == states.WORKING
+    outcome = TurnOutcome(
+        state=states.COMPLETED,
+        text="the answer",
+        artifacts=({"artifactId": "a1", "parts": [{"text": "file"}]},),
+    )
+    assert await writes.finish(SCOPE, task_id, fence, outcome)
+    row = await task_row(database, task_id)
+    assert row.state == states.COMPLETED
+    assert row.status["message"]["messageId"] == f"{task_id}:final"
+    assert row.status["message"]["role"] == "ROLE_AGENT"
+    assert row.artifacts == [{"artifactId": "a1", "parts": [{"text": "file"}]}]
+    snapshot = await writes.load_turn_context(SCOPE, task_id)
+    assert [m["role"] for m in snapshot.history] == ["ROLE_USER", "ROLE_AGENT"]
+    assert snapshot.task["artifacts"][0]["artifactId"] == "a1"
+    assert snapshot.state == states.COMPLETED
+
+
+async def test_mark_working_after_cancel_is_refused(
+    database: Database, settings: Settings, writes: TurnWrites, canceller: TaskCanceller
+):
+    # REFERENCE-CASES 78
+    accepted = await accept(database, settings)
+    fence = await hold_lease(database)
+    await canceller.cancel(SCOPE, accepted.task.id)
+    assert not await writes.mark_working(SCOPE, accepted.task.id, fence)
+    assert (await task_row(database, accepted.task.id)).state == states.CANCELED
+
+
+async def test_finish_after_cancel_is_refused_and_pushes_nothing(
+    database: Database, settings: Settings, writes: TurnWrites, canceller: TaskCanceller
+):
+    # REFERENCE-CASES 80, 85: a canceled snapshot is never overwritten; no callback follows.
+    task_id, fence = await _working(database, settings, writes)
+    await canceller.cancel(SCOPE, task_id)
+    assert not await writes.finish(SCOPE, task_id, fence, DONE)
+    assert not await writes.record_progress(SCOPE, task_id, fence, step_key="s1", text="x")
+    assert (await task_row(database, task_id)).state == states.CANCELED
+    assert await count(database, PushOutboxRow) == 0
+
+
+async def test_cancel_of_completed_is_refused_and_row_stays(
+    database: Database, settings: Settings, writes: TurnWrites, canceller: TaskCanceller
+):
+    # REFERENCE-CASES 79: canceling a completed task changes nothing.
+    task_id, fence = await _working(database, settings, writes)
+    assert await writes.finish(SCOPE, task_id, fence, DONE)
+    with pytest.raises(TaskNotCancelable):
+        await canceller.cancel(SCOPE, task_id)
+    assert (await task_row(database, task_id)).state == states.COMPLETED
+
+
+async def test_terminal_is_never_replaced_by_another(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    task_id, fence = await _working(database, settings, writes)
+    assert await writes.finish(SCOPE, task_id, fence, DONE)
+    failed = TurnOutcome(state=states.FAILED, text="boom")
+    assert not await writes.finish(SCOPE, task_id, fence, failed)
+    assert not await writes.mark_working(SCOPE, task_id, fence)
+    row = await task_row(database, task_id)
+    assert row.state == states.COMPLETED
+    assert row.status["message"]["parts"] == [{"text": "done"}]
+
+
+async def test_same_terminal_again_is_a_noop_success(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    task_id, fence = await _working(database, settings, writes)
+    assert await writes.finish(SCOPE, task_id, fence, DONE)
+    version = (await task_row(database, task_id)).version
+    assert await writes.finish(SCOPE, task_id, fence, TurnOutcome(state=states.COMPLETED, text="x"))
+    row = await task_row(database, task_id)
+    assert row.version == version
+    assert row.status["message"]["parts"] == [{"text": "done"}]
+    async with database.transaction() as session:
+        agent_messages = (
+            await session.execute(select(TaskMessageRow).where(TaskMessageRow.role == "ROLE_AGENT"))
+        ).all()
+    assert len(agent_messages) == 1
+    assert await count(database, PushOutboxRow) == 0  # the task has no push config
+
+
+async def test_stale_fence_changes_nothing(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    accepted = await accept(database, settings)
+    task_id = accepted.task.id
+    zombie = await hold_lease(database, owner="worker-a", token=1)
+    # Another worker took the identity over: new owner, bumped fence.
+    current = await hold_lease(database, owner="worker-b", token=2)
+    assert not await writes.mark_working(SCOPE, task_id, zombie)
+    assert await writes.mark_working(SCOPE, task_id, current)
+    assert not await writes.record_progress(SCOPE, task_id, zombie, step_key="s", text="t")
+    assert not await writes.finish(SCOPE, task_id, zombie, DONE)
+    assert (await task_row(database, task_id)).state == states.WORKING
+    # Same fence number but another owner, or an expired lease: refused as well.
+    assert not await writes.finish(SCOPE, task_id, Fence(owner="worker-a", token=2), DONE)
+    expired = await hold_lease(database, owner="worker-b", token=2, seconds=-1)
+    assert not await writes.finish(SCOPE, task_id, expired, DONE)
+    assert (await task_row(database, task_id)).state == states.WORKING
+
+
+async def test_progress_updates_status_and_queues_one_push(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    accepted = await accept(database, settings, require_push=True)
+    task_id = accepted.task.id
+    fence = await hold_lease(database)
+    assert await writes.mark_working(SCOPE, task_id, fence)
+    assert await writes.record_progress(SCOPE, task_id, fence, step_key="step-1", text="half")
+    row = await task_row(database, task_id)
+    assert row.state == states.WORKING
+    assert row.status["message"]["messageId"] == f"{task_id}:step-1"
+    assert await writes.finish(SCOPE, task_id, fence, DONE)
+    async with database.transaction() as session:
+        pushes = list(
+            (await session.execute(select(PushOutboxRow).order_by(PushOutboxRow.id))).scalars()
+        )
+    assert [(p.kind, p.message_key) for p in pushes] == [("progress", "step-1"), ("final", "final")]
+    final = pushes[1].payload["task"]
+    assert final["status"]["state"] == states.COMPLETED
+    assert final["status"]["message"]["messageId"] == f"{task_id}:final"
+
+
+async def test_progress_needs_working(database: Database, settings: Settings, writes: TurnWrites):
+    accepted = await accept(database, settings)
+    fence = await hold_lease(database)
+    assert not await writes.record_progress(SCOPE, accepted.task.id, fence, step_key="s", text="t")
+    assert not await writes.finish(SCOPE, accepted.task.id, fence, DONE)
+    assert (await task_row(database, accepted.task.id)).state == states.SUBMITTED
+
+
+async def test_final_failure_lands_from_submitted(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    accepted = await accept(database, settings)
+    fence = await hold_lease(database)
+    failed = TurnOutcome(state=states.FAILED, text=settings.failure_text)
+    assert await writes.finish(SCOPE, accepted.task.id, fence, failed)
+    assert (await task_row(database, accepted.task.id)).state == states.FAILED
+
+
+async def test_interruptions_get_distinct_message_ids(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    secrets = PushSecrets(b"y" * 32)
+    task_id, fence = await _working(database, settings, writes)
+    ask = TurnOutcome(state=states.INPUT_REQUIRED, text="which one?")
+    assert await writes.finish(SCOPE, task_id, fence, ask)
+    first = (await task_row(database, task_id)).status["message"]["messageId"]
+    await accept(database, settings, message_id="m-2", task_id=task_id, secrets=secrets)
+    assert await writes.mark_working(SCOPE, task_id, fence)
+    assert await writes.finish(SCOPE, task_id, fence, ask)
+    second = (await task_row(database, task_id)).status["message"]["messageId"]
+    assert first != second
+    assert first.startswith(f"{task_id}:interrupt-")
+
+
+async def test_unknown_task_and_bad_outcome(database: Database, writes: TurnWrites):
+    fence = Fence(owner="w", token=1)
+    assert not await writes.mark_working(SCOPE, "nope", fence)
+    assert not await writes.finish(SCOPE, "nope", fence, DONE)
+    with pytest.raises(TaskNotFound):
+        await writes.load_turn_context(SCOPE, "nope")
+    with pytest.raises(ValueError):
+        await writes.finish(SCOPE, "nope", fence, TurnOutcome(state=states.CANCELED))
