@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,14 +178,26 @@ def edge_jwk() -> dict[str, str]:
     return generate_private_jwk("edge-key-1")
 
 
-@pytest.fixture
-async def rig(db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
-    key = SigningKey.from_jwk_json(json.dumps(edge_jwk))
+@asynccontextmanager
+async def make_rig(url: str, jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    key = SigningKey.from_jwk_json(json.dumps(jwk))
     async with push_receiver(expect=CallbackExpectation.for_key(key, JKU)) as rx:
-        db = Database(db_url)
-        rig = PushRig(db=db, jwk=edge_jwk, rx=rx, db_url=db_url)
+        db = Database(url)
+        rig = PushRig(db=db, jwk=jwk, rx=rx, db_url=url)
         try:
             yield rig
         finally:
             await rig.stop_all()
             await db.dispose()
+
+
+@pytest.fixture
+async def rig(db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    async with make_rig(db_url, edge_jwk) as rig:
+        yield rig
+
+
+@pytest.fixture
+async def pg_rig(pg_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    async with make_rig(pg_url, edge_jwk) as rig:
+        yield rig
