@@ -79,7 +79,7 @@ def _user_messages(ctx: TurnContext) -> list[JsonDict]:
     seen: set[str] = set()
     out: list[JsonDict] = []
     for message in [*ctx.history, ctx.message]:
-        if message.get("role") not in ("ROLE_USER", "user"):
+        if message.get("role") in ("ROLE_AGENT", "agent"):
             continue
         key = str(message.get("messageId", ""))
         if key and key in seen:

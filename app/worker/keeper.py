@@ -37,8 +37,7 @@ class Holding:
     def mark_lost(self) -> None:
         self.lost = True
         if self.watch is not None:
-            self.watch.lost.set()
-            self.watch.stop_agent()
+            self.watch.stop_agent("lost")
 
 
 class LeaseKeeper:
@@ -88,9 +87,7 @@ class LeaseKeeper:
 
     async def _watch_tasks(self) -> None:
         running = [
-            h.watch
-            for h in self._held.values()
-            if h.watch is not None and not h.watch.cancelled.is_set()
+            h.watch for h in self._held.values() if h.watch is not None and not h.watch.interrupted
         ]
         if not running:
             return
@@ -98,4 +95,4 @@ class LeaseKeeper:
         for watch in running:
             if found.get((watch.scope, watch.task_id)) == states.CANCELED:
                 log.info("turn.cancel_seen", extra={"task_id": watch.task_id})
-                watch.stop_agent()
+                watch.stop_agent("canceled")

@@ -22,6 +22,7 @@ from app.worker.lease import UNFINISHED, Lease, lease_deadline
 ERROR_TIMEOUT = "timeout"
 ERROR_AGENT = "agent_error"
 ERROR_INTERRUPTED = "interrupted"
+ERROR_REFUSED = "write_refused"
 
 
 @dataclass(frozen=True)

@@ -90,19 +90,34 @@ class Verdict(enum.Enum):
 
 @dataclass
 class TurnWatch:
-    """The handle the lease keeper and the shutdown path use to stop a running turn."""
+    """The handle the lease keeper and the shutdown path use to stop a running turn.
+
+    ``stop`` is the agent's cancellation signal (``TurnContext.cancelled``), set for any
+    reason; the flags say which one, because the runner's next move depends on it.
+    """
 
     scope: CallerScope
     task_id: str
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # task canceled
-    lost: asyncio.Event = field(default_factory=asyncio.Event)  # lease taken over
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    canceled: bool = False  # the task was canceled (CancelTask)
+    lost: bool = False  # the lease was taken over: touch nothing
     shutdown: bool = False  # this process is stopping: give the turn back
     agent_task: asyncio.Task[Any] | None = None
 
-    def stop_agent(self) -> None:
-        self.cancelled.set()
+    def stop_agent(self, reason: str) -> None:
+        if reason == "canceled":
+            self.canceled = True
+        elif reason == "lost":
+            self.lost = True
+        elif reason == "shutdown":
+            self.shutdown = True
+        self.stop.set()
         if self.agent_task is not None and not self.agent_task.done():
             self.agent_task.cancel()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop.is_set()
 
 
 class _Crash(Exception):
@@ -206,15 +221,13 @@ class _TurnRun:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-            if self.watch.lost.is_set() or self.watch.cancelled.is_set() or self.watch.shutdown:
+            if self.watch.interrupted:
                 raise TurnStopped
             raise _Crash(mailbox.ERROR_TIMEOUT)
-        if task.cancelled() or self.watch.lost.is_set() or self.watch.shutdown:
-            raise TurnStopped
+        if task.cancelled() or self.watch.interrupted:
+            raise TurnStopped  # whatever the agent produced after the stop signal is dropped
         exc = task.exception()
-        if isinstance(exc, TurnStopped | asyncio.CancelledError):
-            raise TurnStopped
-        if self.watch.cancelled.is_set():
+        if isinstance(exc, TurnStopped):
             raise TurnStopped
         if exc is not None:
             log.warning(
@@ -238,21 +251,22 @@ class _TurnRun:
             history=[dict(m) for m in snapshot.history],
             resume_answer=first_text(message) if self.turn.kind == states.TURN_RESUME else None,
             attempt=self.attempt,
-            cancelled=self.watch.cancelled,
+            cancelled=self.watch.stop,
             progress_fn=self._progress,
             clock=self.r.clock,
             agent_config=dict(tenant.agent_config),
         )
 
     async def _progress(self, step_key: str, text: str) -> None:
-        if self.watch.cancelled.is_set() or self.watch.lost.is_set() or self.watch.shutdown:
+        if self.watch.interrupted:
             raise TurnStopped
         applied = await self.r.writes.record_progress(
             self.scope, self.turn.task_id, self.fence, step_key=step_key, text=text
         )
         if not applied:
-            # Canceled or fenced out: the agent must not take another step (CONTRACT §5).
-            self.watch.cancelled.set()
+            # Canceled or fenced out: the agent must not take another step (CONTRACT §5);
+            # ``_refused`` then reads which of the two it was.
+            self.watch.stop.set()
             raise TurnStopped
 
     async def _finish(self, outcome: TurnOutcome) -> Verdict:
@@ -288,31 +302,36 @@ class _TurnRun:
         return await self._settle(states.TURN_DEAD, result="failed", error=error)
 
     async def _stopped(self) -> Verdict:
-        if self.watch.lost.is_set():
+        if self.watch.lost:
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             return Verdict.STOP
-        if self.watch.shutdown and not self.watch.cancelled.is_set():
+        if self.watch.shutdown and not self.watch.canceled:
             await mailbox.give_back(self.r.db, self.lease, self.turn.id)
             return Verdict.STOP
         return await self._refused()
 
     async def _refused(self) -> Verdict:
-        """A guarded write did not apply: the task was closed (canceled, terminal) or this
-        worker no longer holds the identity. Only the former is ours to settle."""
+        """A guarded write did not apply (or the agent was stopped): the task was closed
+        (canceled, terminal, waiting for input) or this worker no longer holds the identity.
+        Only the former is ours to settle; anything else is retried like a crash."""
         if not await still_held(self.r.db, self.lease):
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
-            self.watch.lost.set()
+            self.watch.lost = True
             return Verdict.STOP
         snapshot = await self._snapshot()
-        if snapshot is not None and snapshot.state == states.CANCELED:
+        if snapshot is None:
+            return await self._settle(states.TURN_DONE)
+        if snapshot.state == states.CANCELED:
             return await self._settle(states.TURN_CANCELED, result="canceled")
-        return await self._settle(states.TURN_DONE)
+        if snapshot.state in states.TERMINAL or snapshot.state in states.INTERRUPTED:
+            return await self._settle(states.TURN_DONE)
+        return await self._crashed(mailbox.ERROR_REFUSED)
 
     async def _settle(
         self, status: str, *, result: str | None = None, error: str | None = None
     ) -> Verdict:
         if not await mailbox.settle(self.r.db, self.lease, self.turn.id, status, error=error):
-            self.watch.lost.set()
+            self.watch.lost = True
             return Verdict.STOP
         if result is not None:
             self.r.metrics.turns.labels(result).inc()

@@ -108,8 +108,7 @@ class TurnWorker:
             await asyncio.wait(set(self._drains), timeout=self._grace)
         for holding in self._drains.values():
             if holding.watch is not None:
-                holding.watch.shutdown = True
-                holding.watch.stop_agent()
+                holding.watch.stop_agent("shutdown")
         if self._drains:
             await asyncio.wait(set(self._drains), timeout=_STOP_WAIT_SECONDS)
         for task in list(self._drains):
@@ -178,6 +177,7 @@ class TurnWorker:
                     break
                 finally:
                     holding.watch = None
+                    holding.lost = holding.lost or watch.lost
                 if verdict is Verdict.STOP:
                     break
         except Exception as exc:

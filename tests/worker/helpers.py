@@ -1,0 +1,130 @@
+"""Helpers for the worker tests: sending scripted turns, polling the database with a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+
+from app.db.engine import Database
+from app.db.models import ActorRow, PushOutboxRow, TaskMessageRow, TaskRow, TurnRow
+from app.testing.edge import EdgeHarness
+
+T = TypeVar("T")
+
+PUSH_URL = "https://gateway.test/push"
+
+
+def identity(key: str) -> dict[str, Any]:
+    return {"key": key, "name": key, "kind": "user"}
+
+
+async def send(
+    edge: EdgeHarness,
+    text: str,
+    *,
+    message_id: str,
+    who: str = "user-1",
+    task_id: str | None = None,
+    push_url: str | None = PUSH_URL,
+    tenant: str | None = None,
+) -> str:
+    """SendMessage with one text part; returns the task id."""
+    message: dict[str, Any] = {
+        "messageId": message_id,
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
+    if task_id is not None:
+        message["taskId"] = task_id
+    params: dict[str, Any] = {"message": message}
+    if push_url is not None:
+        params["configuration"] = {
+            "taskPushNotificationConfig": {"url": push_url, "token": "push-token"}
+        }
+    result = await edge.result("SendMessage", params, identity=identity(who), tenant=tenant)
+    return str(result["task"]["id"])
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T | None]], *, timeout: float = 20.0, interval: float = 0.05
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
+        await asyncio.sleep(interval)
+
+
+async def task_row(db: Database, task_id: str) -> TaskRow:
+    async with db.transaction() as s:
+        row = (await s.execute(select(TaskRow).where(TaskRow.id == task_id))).scalar_one()
+        return row
+
+
+async def task_state(db: Database, task_id: str) -> str:
+    return (await task_row(db, task_id)).state
+
+
+def status_text(row: TaskRow) -> str | None:
+    message = row.status.get("message") or {}
+    parts = message.get("parts") or [{}]
+    text = parts[0].get("text")
+    return str(text) if text is not None else None
+
+
+async def reached(db: Database, task_id: str, *states: str) -> TaskRow | None:
+    """The task once it is in one of ``states`` *and* its turns are settled (the worker writes
+    the task's outcome first, then marks the turn, in two transactions)."""
+    row = await task_row(db, task_id)
+    if row.state not in states:
+        return None
+    open_turns = [t for t in await turns(db, task_id) if t.status in ("queued", "running")]
+    return None if open_turns else row
+
+
+async def history(db: Database, task_id: str) -> list[dict[str, Any]]:
+    async with db.transaction() as s:
+        rows = await s.execute(
+            select(TaskMessageRow.message)
+            .where(TaskMessageRow.task_id == task_id)
+            .order_by(TaskMessageRow.seq)
+        )
+        return [dict(m) for m in rows.scalars().all()]
+
+
+async def turns(db: Database, task_id: str | None = None) -> list[TurnRow]:
+    async with db.transaction() as s:
+        query = select(TurnRow).order_by(TurnRow.id)
+        if task_id is not None:
+            query = query.where(TurnRow.task_id == task_id)
+        return list((await s.execute(query)).scalars().all())
+
+
+async def outbox(db: Database, task_id: str | None = None) -> list[PushOutboxRow]:
+    async with db.transaction() as s:
+        query = select(PushOutboxRow).order_by(PushOutboxRow.id)
+        if task_id is not None:
+            query = query.where(PushOutboxRow.task_id == task_id)
+        return list((await s.execute(query)).scalars().all())
+
+
+async def actor(db: Database, who: str, tenant: str = "demo") -> ActorRow:
+    async with db.transaction() as s:
+        return (
+            await s.execute(
+                select(ActorRow).where(ActorRow.tenant == tenant, ActorRow.identity == who)
+            )
+        ).scalar_one()
+
+
+async def settled_turn(db: Database, task_id: str, *statuses: str) -> TurnRow | None:
+    rows = await turns(db, task_id)
+    return rows[-1] if rows and all(r.status in statuses for r in rows) else None
