@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from app.push.deliverer import LEASE_MARGIN_SECONDS, DelivererConfig, PushDeliverer
 from app.push.policy import RetryPolicy
-from app.push.secrets import secret_box_for
 from app.push.sender import PushSender, push_client
 from app.push.store import OutboxStore
+from app.tasks.push_secrets import PushSecrets
 
 if TYPE_CHECKING:
     import httpx
@@ -51,7 +51,8 @@ def create_deliverer(
         key=key,
         jku=jku,
         allowlist=settings.allowlist,
-        secrets=secret_box_for(settings, key),
+        # The same secrets the push-config methods sealed the token with (app.tasks).
+        secrets=PushSecrets.from_settings(settings, key),
         client=http,
         timeout=timeout,
     )

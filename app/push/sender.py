@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 
 from app.push.policy import AttemptResult, Outcome, classify_status, status_error
-from app.push.secrets import SecretBox, SecretUnreadable
 from app.push.store import ClaimedPush
 from app.security.keys import SigningKey
 from app.security.origins import OriginAllowlist, OriginError
+from app.tasks.push_secrets import PushSecretError, PushSecrets
 
 CONTENT_TYPE = "application/a2a+json"
 TOKEN_HEADER = "X-A2A-Notification-Token"  # noqa: S105 - a header name
@@ -63,7 +63,7 @@ class PushSender:
         key: SigningKey,
         jku: str,
         allowlist: OriginAllowlist,
-        secrets: SecretBox,
+        secrets: PushSecrets,
         client: httpx.AsyncClient,
         timeout: float,
     ) -> None:
@@ -95,8 +95,8 @@ class PushSender:
 
     def _open(self, sealed: str, what: str) -> str:
         try:
-            return self._secrets.open(sealed)
-        except SecretUnreadable:
+            return self._secrets.decrypt(sealed)
+        except PushSecretError:
             raise _Refused(f"{what} cannot be decrypted") from None
 
     async def attempt(self, push: ClaimedPush) -> AttemptResult:

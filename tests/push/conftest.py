@@ -19,10 +19,10 @@ from app.ops.metrics import Metrics
 from app.push.deliverer import PushDeliverer
 from app.push.outbox import enqueue_push
 from app.push.runtime import create_deliverer
-from app.push.secrets import SecretBox, secret_box_for
 from app.security.caller import CallerScope
 from app.security.keys import SigningKey, generate_private_jwk
 from app.settings import Settings, load_settings
+from app.tasks.push_secrets import PushSecrets
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
 
 EDGE_URL = "https://edge.test"
@@ -79,8 +79,8 @@ class PushRig:
         return load_settings(**values)
 
     @property
-    def box(self) -> SecretBox:
-        return secret_box_for(self.settings(), self.key)
+    def box(self) -> PushSecrets:
+        return PushSecrets.from_settings(self.settings(), self.key)
 
     async def add_config(
         self,
@@ -102,9 +102,9 @@ class PushRig:
                     task_id=task_id,
                     id=config_id,
                     url=url,
-                    token_enc=None if token is None else self.box.seal(token),
+                    token_enc=None if token is None else self.box.encrypt(token),
                     auth_scheme=auth[0] if auth else None,
-                    auth_credentials_enc=self.box.seal(auth[1]) if auth else None,
+                    auth_credentials_enc=self.box.encrypt(auth[1]) if auth else None,
                 )
             )
         return url, token

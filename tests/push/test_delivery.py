@@ -235,7 +235,7 @@ async def test_deleted_config_drops_the_row(rig: PushRig) -> None:
 async def test_unreadable_token_is_a_dead_letter(rig: PushRig) -> None:
     await rig.add_config("t1")
     await rig.queue("t1", "final", kind="final")
-    await rig.start(push_secret_key="x" * 43 + "=")  # a different Fernet key
+    await rig.start(push_secret_key="another-push-secret-key-material")
     rows = await rig.wait_rows(lambda rs: rs[0].status == "dead")
     assert rows[0].last_error == "notification token cannot be decrypted"
     assert rig.rx.requests == []
