@@ -7,6 +7,8 @@ import argparse
 from collections.abc import Callable
 from typing import TypeAlias
 
+from app.cli import gateway_dev as _gateway_dev_cmd
+from app.cli import push as _push_cmd
 from app.cli import worker as _worker_cmd
 
 Registrar: TypeAlias = "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]"
@@ -14,3 +16,6 @@ Registrar: TypeAlias = "Callable[[argparse._SubParsersAction[argparse.ArgumentPa
 REGISTRARS: list[Registrar] = []
 
 REGISTRARS.append(_worker_cmd.register)
+
+REGISTRARS.append(_push_cmd.register)
+REGISTRARS.append(_gateway_dev_cmd.register)

@@ -188,6 +188,13 @@ class PushReceiver:
                         return push
                 await self._changed.wait()
 
+    async def next_request(self, index: int, *, within: float = 10.0) -> ReceivedPush:
+        """``requests[index]``, waiting for it to arrive (``TimeoutError`` after ``within``)."""
+        async with asyncio.timeout(within), self._changed:
+            while len(self.requests) <= index:
+                await self._changed.wait()
+            return self.requests[index]
+
     async def wait_count(self, n: int, *, within: float = 10.0, delivered: bool = True) -> None:
         async with asyncio.timeout(within), self._changed:
             while len(self.deliveries if delivered else self.requests) < n:

@@ -1,0 +1,101 @@
+"""The development gateway's state directory (default ``.dev/gateway``).
+
+- ``gateway-key.json``: the gateway's own Ed25519 private JWK (mode 0600), created on first use;
+  its public half is served at ``<origin>/.well-known/jwks.json`` for the edge to verify our
+  tokens (CONTRACT §3 step 5).
+- ``pins.json``: per edge origin, the ``jku`` and ``kid`` its card was signed with when we first
+  registered (trust on first use, CONTRACT §4 last bullet). A different pair later is refused
+  until the operator removes the pin: a changed signing identity is a re-registration event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from app.gatewaydev.verify import Pin, VerificationError
+from app.security.keys import SigningKey, generate_private_jwk
+
+KEY_FILE = "gateway-key.json"
+PINS_FILE = "pins.json"
+DEFAULT_KID = "gateway-dev-1"
+
+
+class PinMismatch(VerificationError):
+    """The edge now signs with another ``jku``/``kid`` than the pinned ones."""
+
+
+@dataclass(frozen=True)
+class GatewayIdentity:
+    kid: str
+    key: Ed25519PrivateKey
+
+
+class GatewayState:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _ensure_dir(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def identity(self) -> GatewayIdentity:
+        """Load the gateway key, creating it (0600, never overwritten) on first use."""
+        self._ensure_dir()
+        path = self.directory / KEY_FILE
+        if not path.exists():
+            text = json.dumps(generate_private_jwk(DEFAULT_KID))
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass  # another run created it meanwhile: load theirs
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+        key = SigningKey.from_jwk_json(path.read_text(encoding="utf-8"))
+        return GatewayIdentity(kid=key.kid, key=key.private_key)
+
+    def _pins(self) -> dict[str, Any]:
+        path = self.directory / PINS_FILE
+        if not path.exists():
+            return {}
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            raise VerificationError(f"{path} is unreadable; remove it to re-register") from None
+        return doc if isinstance(doc, dict) else {}
+
+    def pinned(self, edge_origin: str) -> Pin | None:
+        entry = self._pins().get(edge_origin)
+        if not isinstance(entry, dict):
+            return None
+        jku, kid = entry.get("jku"), entry.get("kid")
+        if not isinstance(jku, str) or not isinstance(kid, str):
+            return None
+        return Pin(jku=jku, kid=kid)
+
+    def check_or_pin(self, edge_origin: str, seen: Pin) -> bool:
+        """Trust on first use: store ``seen``; later, require it. True if newly pinned."""
+        current = self.pinned(edge_origin)
+        if current is None:
+            self._ensure_dir()
+            pins = self._pins()
+            pins[edge_origin] = {**seen.as_json(), "pinnedAt": datetime.now(UTC).isoformat()}
+            path = self.directory / PINS_FILE
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(pins, indent=2) + "\n", encoding="utf-8")
+            tmp.replace(path)
+            return True
+        if current != seen:
+            raise PinMismatch(
+                f"the edge {edge_origin} now signs with kid '{seen.kid}' (jku {seen.jku}) but "
+                f"kid '{current.kid}' (jku {current.jku}) is pinned. A changed signing identity "
+                f"is a re-registration: if the rotation is intended, remove the entry for "
+                f"{edge_origin} from {self.directory / PINS_FILE} and run again."
+            )
+        return False
