@@ -33,8 +33,12 @@ from app.push.wakeup import WakeSignal, subscribe
 
 log = logging.getLogger(__name__)
 
-# Lease = attempt deadline + this margin (time to re-check, send and record).
-LEASE_MARGIN_SECONDS = 30.0
+# Lease = twice the attempt deadline + this margin (re-check, send, record): long enough that
+# a live attempt never loses its row, short enough that a crashed one is retried soon.
+LEASE_MARGIN_SECONDS = 5.0
+# On stop, attempts on the wire get this long to finish; the rest keep their lease and are
+# sent again by another deliverer once it runs out (at least once, same message id).
+STOP_GRACE_SECONDS = 5.0
 GAUGE_INTERVAL_SECONDS = 5.0
 
 
@@ -105,9 +109,8 @@ class PushDeliverer:
         if self._inflight:
             # Let attempts on the wire finish (bounded by their deadline); a cancelled one keeps
             # its lease, which runs out so another deliverer sends it again.
-            _, pending = await asyncio.wait(
-                set(self._inflight), timeout=self._config.attempt_timeout + 1.0
-            )
+            grace = min(self._config.attempt_timeout + 1.0, STOP_GRACE_SECONDS)
+            _, pending = await asyncio.wait(set(self._inflight), timeout=grace)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)

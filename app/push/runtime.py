@@ -58,7 +58,7 @@ def create_deliverer(
     )
     return PushDeliverer(
         db=db,
-        store=OutboxStore(db, owner=owner, lease_seconds=timeout + LEASE_MARGIN_SECONDS),
+        store=OutboxStore(db, owner=owner, lease_seconds=2 * timeout + LEASE_MARGIN_SECONDS),
         sender=sender,
         policy=RetryPolicy.from_settings(settings),
         metrics=metrics,
