@@ -40,18 +40,12 @@ def _required(value: str, field: str) -> str:
     return value
 
 
-def _wake(services: EdgeServices) -> None:
-    # The in-process wake-up of the worker (``app.worker.wakeup``); absent until it exists.
-    wakeup = getattr(services, "wakeup", None)
-    if wakeup is not None:
-        wakeup.notify()
-
-
 def build_task_methods(services: EdgeServices) -> MethodTable:
     settings = services.settings
     allowlist = settings.allowlist
     secrets = PushSecrets.from_settings(settings, services.key)
-    acceptor = Acceptor(services.db, secrets, wake=lambda: _wake(services))
+    # In-process wake-up of this process's workers (on Postgres NOTIFY reaches the others).
+    acceptor = Acceptor(services.db, secrets, wake=services.wakeup.notify)
     queries = TaskQueries(services.db, default_history_length=settings.default_history_length)
     canceller = TaskCanceller(services.db, default_history_length=settings.default_history_length)
     push_configs = PushConfigService(services.db, allowlist, secrets)

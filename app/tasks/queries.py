@@ -123,6 +123,6 @@ class TaskQueries:
         return {
             "tasks": tasks,
             "nextPageToken": next_token,
-            "pageSize": len(tasks),
+            "pageSize": query.page_size,  # the size used, as the SDK's stores answer
             "totalSize": int(total),
         }

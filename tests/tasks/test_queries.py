@@ -79,7 +79,8 @@ async def test_list_newest_first_across_three_pages(edge: EdgeHarness):
         page = await edge.result("ListTasks", params)
         pages += 1
         assert page["totalSize"] == (7 if pages == 1 else 8)
-        assert page["pageSize"] == len(page["tasks"])
+        assert page["pageSize"] == 3
+        assert len(page["tasks"]) == (3 if pages < 3 else 1)
         seen += [t["id"] for t in page["tasks"]]
         token = page["nextPageToken"]
         if not token:
@@ -100,6 +101,7 @@ async def test_list_default_page_and_bounds(edge: EdgeHarness):
     await _make_tasks(edge, 2)
     page = await edge.result("ListTasks", {})
     assert page["nextPageToken"] == ""
+    assert page["pageSize"] == 50
     assert page["totalSize"] == 2
     for size in (0, 101, -1):
         error = rpc_error(await edge.rpc("ListTasks", {"pageSize": size}))
