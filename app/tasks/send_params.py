@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import Role, SendMessageRequest
+from google.protobuf import json_format
 
 from app.errors import InvalidParams, TaskNotFound
 from app.security.origins import OriginAllowlist
@@ -106,7 +107,11 @@ def parse_send_message(
             raise InvalidParams("params.configuration.historyLength must not be negative")
         history_length = configuration.history_length
 
-    message = to_json(request.message)
+    try:
+        message = to_json(request.message)
+    except json_format.Error:
+        # e.g. NaN or Infinity in a data part: not representable in protobuf-JSON.
+        raise InvalidParams("params.message holds a value protobuf-JSON cannot carry") from None
     return SendRequest(
         message=message,
         message_id=request.message.message_id,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from a2a.types import Artifact
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,7 +31,7 @@ from app.tasks import states
 from app.tasks.fence import Fence, fence_holds
 from app.tasks.outcome import TurnOutcome
 from app.tasks.repository import append_history, load_history, load_task, next_history_seq
-from app.tasks.wire import agent_message, shown, status_doc, task_doc, utcnow
+from app.tasks.wire import agent_message, normalise, shown, status_doc, task_doc, utcnow
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,9 @@ class TurnWrites:
                 parts=outcome.parts,
             )
             status = status_doc(outcome.state, now, message)
-            artifacts = list(row.artifacts or []) + [dict(a) for a in outcome.artifacts]
+            artifacts = list(row.artifacts or []) + normalise(
+                outcome.artifacts, Artifact, "artifact"
+            )
             # The version pins the artifacts we read: a concurrent change (a cancel) refuses.
             result = await session.execute(
                 self._guarded(scope, task_id, fence, allowed)

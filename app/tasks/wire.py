@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from a2a.types import Task
+from a2a.types import Part, Task
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -129,7 +129,7 @@ def agent_message(
     parts: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any] | None:
     """The agent's message; its id ``<taskId>:<key>`` is stable across retries (CONTRACT §7)."""
-    all_parts = [dict(p) for p in parts]
+    all_parts = normalise(parts, Part, "part")
     if text is not None and text != "":
         all_parts.insert(0, {"text": text})
     if not all_parts:
@@ -159,7 +159,21 @@ def task_doc(
     if include_metadata and row.metadata_:
         doc["metadata"] = dict(row.metadata_)
     # Re-encode through the SDK class: the answer is exactly what a protobuf client reads.
-    return to_json(json_format.ParseDict(doc, Task()))
+    return to_json(json_format.ParseDict(doc, Task(), ignore_unknown_fields=True))
+
+
+def normalise(
+    docs: Iterable[Mapping[str, Any]], message_type: type[M], what: str
+) -> list[dict[str, Any]]:
+    """Agent-produced parts/artifacts as protobuf-JSON; ``ValueError`` (no data) if invalid,
+    raised before anything is written so a bad agent result never poisons stored tasks."""
+    out: list[dict[str, Any]] = []
+    for doc in docs:
+        try:
+            out.append(to_json(json_format.ParseDict(dict(doc), message_type())))
+        except (json_format.Error, TypeError, ValueError):
+            raise ValueError(f"agent produced an invalid {what}") from None
+    return out
 
 
 def accept_answer(row: TaskRow) -> dict[str, Any]:

@@ -201,3 +201,17 @@ async def test_unknown_task_and_bad_outcome(database: Database, writes: TurnWrit
         await writes.load_turn_context(SCOPE, "nope")
     with pytest.raises(ValueError):
         await writes.finish(SCOPE, "nope", fence, TurnOutcome(state=states.CANCELED))
+
+
+async def test_invalid_agent_result_writes_nothing(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    task_id, fence = await _working(database, settings, writes)
+    bad_artifact = TurnOutcome(states.COMPLETED, "x", artifacts=({"artifactId": 5},))
+    with pytest.raises(ValueError, match="invalid artifact"):
+        await writes.finish(SCOPE, task_id, fence, bad_artifact)
+    bad_part = TurnOutcome(states.COMPLETED, parts=({"text": "a", "url": "b"},))
+    with pytest.raises(ValueError, match="invalid part"):
+        await writes.finish(SCOPE, task_id, fence, bad_part)
+    assert (await task_row(database, task_id)).state == states.WORKING
+    assert await count(database, PushOutboxRow) == 0

@@ -93,3 +93,10 @@ def test_task_doc_is_protobuf_json():
         "contextId": "c1",
         "status": {"state": "TASK_STATE_WORKING", "timestamp": "2025-01-02T03:04:05.000006Z"},
     }
+
+
+def test_unrepresentable_values_are_invalid_params():
+    params = send_params(push=None)
+    params["message"]["parts"] = [{"data": {"x": float("nan")}}]
+    with pytest.raises(InvalidParams):
+        _parse(params, tenant=OPEN_TENANT)
