@@ -40,19 +40,37 @@ def _required(value: str, field: str) -> str:
     return value
 
 
-def build_task_methods(services: EdgeServices) -> MethodTable:
-    settings = services.settings
-    allowlist = settings.allowlist
-    secrets = PushSecrets.from_settings(settings, services.key)
-    # In-process wake-up of this process's workers (on Postgres NOTIFY reaches the others).
-    acceptor = Acceptor(services.db, secrets, wake=services.wakeup.notify)
-    queries = TaskQueries(services.db, default_history_length=settings.default_history_length)
-    canceller = TaskCanceller(services.db, default_history_length=settings.default_history_length)
-    push_configs = PushConfigService(services.db, allowlist, secrets)
+class TaskMethods:
+    """The handlers; each reaches data only through ``call.scope``."""
 
-    async def send_message(call: RpcCall) -> Any:
-        request = parse_send_message(call.params, tenant=call.tenant, allowlist=allowlist)
-        accepted = await acceptor.accept(
+    def __init__(self, services: EdgeServices) -> None:
+        settings = services.settings
+        self._db = services.db
+        self._allowlist = settings.allowlist
+        self._blocking_seconds = settings.blocking_timeout_seconds
+        secrets = PushSecrets.from_settings(settings, services.key)
+        # In-process wake-up of this process's workers (on Postgres NOTIFY reaches the others).
+        self._acceptor = Acceptor(services.db, secrets, wake=services.wakeup.notify)
+        history = settings.default_history_length
+        self._queries = TaskQueries(services.db, default_history_length=history)
+        self._canceller = TaskCanceller(services.db, default_history_length=history)
+        self._push_configs = PushConfigService(services.db, self._allowlist, secrets)
+
+    def table(self) -> MethodTable:
+        return {
+            "SendMessage": self.send_message,
+            "GetTask": self.get_task,
+            "ListTasks": self.list_tasks,
+            "CancelTask": self.cancel_task,
+            "CreateTaskPushNotificationConfig": self.create_push_config,
+            "GetTaskPushNotificationConfig": self.get_push_config,
+            "ListTaskPushNotificationConfigs": self.list_push_configs,
+            "DeleteTaskPushNotificationConfig": self.delete_push_config,
+        }
+
+    async def send_message(self, call: RpcCall) -> Any:
+        request = parse_send_message(call.params, tenant=call.tenant, allowlist=self._allowlist)
+        accepted = await self._acceptor.accept(
             call.scope,
             request,
             dedupe=call.tenant.dedupe_message_ids,
@@ -63,20 +81,17 @@ def build_task_methods(services: EdgeServices) -> MethodTable:
         if request.return_immediately or call.tenant.require_push_config:
             return accept_answer(accepted.task)
         await wait_settled(
-            services.db,
-            call.scope,
-            accepted.task.id,
-            limit_seconds=settings.blocking_timeout_seconds,
+            self._db, call.scope, accepted.task.id, limit_seconds=self._blocking_seconds
         )
-        task = await queries.get(call.scope, accepted.task.id, request.history_length)
+        task = await self._queries.get(call.scope, accepted.task.id, request.history_length)
         return {"task": task}
 
-    async def get_task(call: RpcCall) -> Any:
+    async def get_task(self, call: RpcCall) -> Any:
         request = parse_params(call.params, GetTaskRequest)
         history = request.history_length if request.HasField("history_length") else None
-        return await queries.get(call.scope, _required(request.id, "id"), history)
+        return await self._queries.get(call.scope, _required(request.id, "id"), history)
 
-    async def list_tasks(call: RpcCall) -> Any:
+    async def list_tasks(self, call: RpcCall) -> Any:
         request = parse_params(call.params, ListTasksRequest)
         query = ListQuery(
             context_id=request.context_id or None,
@@ -88,48 +103,42 @@ def build_task_methods(services: EdgeServices) -> MethodTable:
             ),
             page_size=request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE,
             page_token=request.page_token,
+            # Lists stay small unless history is asked for (GetTask defaults to some).
             history_length=request.history_length if request.HasField("history_length") else 0,
             include_artifacts=request.include_artifacts,
         )
-        return await queries.list(call.scope, query)
+        return await self._queries.list(call.scope, query)
 
-    async def cancel_task(call: RpcCall) -> Any:
+    async def cancel_task(self, call: RpcCall) -> Any:
         request = parse_params(call.params, CancelTaskRequest)
-        return await canceller.cancel(call.scope, _required(request.id, "id"))
+        return await self._canceller.cancel(call.scope, _required(request.id, "id"))
 
-    async def create_push_config(call: RpcCall) -> Any:
+    async def create_push_config(self, call: RpcCall) -> Any:
         request = parse_params(call.params, TaskPushNotificationConfig)
         _required(request.task_id, "taskId")
-        return await push_configs.create(call.scope, request)
+        return await self._push_configs.create(call.scope, request)
 
-    async def get_push_config(call: RpcCall) -> Any:
+    async def get_push_config(self, call: RpcCall) -> Any:
         request = parse_params(call.params, GetTaskPushNotificationConfigRequest)
-        return await push_configs.get(
+        return await self._push_configs.get(
             call.scope, _required(request.task_id, "taskId"), _required(request.id, "id")
         )
 
-    async def list_push_configs(call: RpcCall) -> Any:
+    async def list_push_configs(self, call: RpcCall) -> Any:
         request = parse_params(call.params, ListTaskPushNotificationConfigsRequest)
         size = request.page_size or DEFAULT_PAGE_SIZE
         if not 1 <= size <= MAX_PAGE_SIZE:
             raise InvalidParams(f"params.pageSize must be between 1 and {MAX_PAGE_SIZE}")
-        return await push_configs.list(
+        return await self._push_configs.list(
             call.scope, _required(request.task_id, "taskId"), size, request.page_token
         )
 
-    async def delete_push_config(call: RpcCall) -> Any:
+    async def delete_push_config(self, call: RpcCall) -> Any:
         request = parse_params(call.params, DeleteTaskPushNotificationConfigRequest)
-        return await push_configs.delete(
+        return await self._push_configs.delete(
             call.scope, _required(request.task_id, "taskId"), _required(request.id, "id")
         )
 
-    return {
-        "SendMessage": send_message,
-        "GetTask": get_task,
-        "ListTasks": list_tasks,
-        "CancelTask": cancel_task,
-        "CreateTaskPushNotificationConfig": create_push_config,
-        "GetTaskPushNotificationConfig": get_push_config,
-        "ListTaskPushNotificationConfigs": list_push_configs,
-        "DeleteTaskPushNotificationConfig": delete_push_config,
-    }
+
+def build_task_methods(services: EdgeServices) -> MethodTable:
+    return TaskMethods(services).table()

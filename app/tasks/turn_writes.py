@@ -120,7 +120,6 @@ class TurnWrites:
         True (replay); anything else refused."""
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
-        now = utcnow()
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:
@@ -132,51 +131,57 @@ class TurnWrites:
             allowed = states.RUNNABLE if outcome.state == states.FAILED else _WORKING_ONLY
             if row.state not in allowed:
                 return False
-            key = outcome.message_key or await self._final_key(session, scope, task_id, outcome)
-            message = agent_message(
-                task_id=task_id,
-                context_id=row.context_id,
-                key=key,
-                text=outcome.text,
-                parts=outcome.parts,
+            return await self._write_outcome(session, scope, row, fence, outcome, allowed)
+
+    async def _write_outcome(
+        self,
+        session: AsyncSession,
+        scope: CallerScope,
+        row: TaskRow,
+        fence: Fence,
+        outcome: TurnOutcome,
+        allowed: frozenset[str],
+    ) -> bool:
+        now = utcnow()
+        key = outcome.message_key or await self._final_key(session, scope, row.id, outcome)
+        message = agent_message(
+            task_id=row.id,
+            context_id=row.context_id,
+            key=key,
+            text=outcome.text,
+            parts=outcome.parts,
+        )
+        status = status_doc(outcome.state, now, message)
+        artifacts = list(row.artifacts or []) + normalise(outcome.artifacts, Artifact, "artifact")
+        # The version pins the artifacts we read: a concurrent change (a cancel) refuses.
+        result = await session.execute(
+            self._guarded(scope, row.id, fence, allowed)
+            .where(TaskRow.version == row.version)
+            .values(
+                state=outcome.state,
+                status=status,
+                artifacts=artifacts,
+                updated_at=now,
+                version=TaskRow.version + 1,
             )
-            status = status_doc(outcome.state, now, message)
-            artifacts = list(row.artifacts or []) + normalise(
-                outcome.artifacts, Artifact, "artifact"
-            )
-            # The version pins the artifacts we read: a concurrent change (a cancel) refuses.
-            result = await session.execute(
-                self._guarded(scope, task_id, fence, allowed)
-                .where(TaskRow.version == row.version)
-                .values(
-                    state=outcome.state,
-                    status=status,
-                    artifacts=artifacts,
-                    updated_at=now,
-                    version=TaskRow.version + 1,
-                )
-                .execution_options(synchronize_session=False)
-            )
-            if not _applied(result):
-                return False
-            if message is not None:
-                await append_history(session, scope, task_id, role="ROLE_AGENT", message=message)
-            task: dict[str, Any] = {
-                "id": task_id,
-                "contextId": row.context_id,
-                "status": status,
-            }
-            if artifacts:
-                task["artifacts"] = artifacts
-            await enqueue_push(
-                session,
-                scope=scope,
-                task_id=task_id,
-                kind="final",
-                message_key=key,
-                payload={"task": task},
-            )
-            return True
+            .execution_options(synchronize_session=False)
+        )
+        if not _applied(result):
+            return False
+        if message is not None:
+            await append_history(session, scope, row.id, role="ROLE_AGENT", message=message)
+        task: dict[str, Any] = {"id": row.id, "contextId": row.context_id, "status": status}
+        if artifacts:
+            task["artifacts"] = artifacts
+        await enqueue_push(
+            session,
+            scope=scope,
+            task_id=row.id,
+            kind="final",
+            message_key=key,
+            payload={"task": task},
+        )
+        return True
 
     async def load_turn_context(self, scope: CallerScope, task_id: str) -> TaskSnapshot:
         async with self._db.transaction() as session:
