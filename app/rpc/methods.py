@@ -16,7 +16,9 @@ def card_methods(services: EdgeServices) -> MethodTable:
         # CONTRACT §4: the card of the addressed tenant (already matched to the token's
         # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
         # The stored manifest is validated by the card service on a cache miss only.
-        return services.cards.tenant_card(call.tenant.id, call.tenant.manifest, call.tenant.revision)
+        return services.cards.tenant_card(
+            call.tenant.id, call.tenant.manifest, call.tenant.revision
+        )
 
     return {"GetExtendedAgentCard": get_extended_agent_card}
 
