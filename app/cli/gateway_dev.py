@@ -101,6 +101,13 @@ def _show(event: PushEvent) -> None:
             _say(line)
 
 
+def _known_endpoints(receiver: PushReceiver, state: GatewayState, *, strict: bool) -> None:
+    # Pushes to urls we handed out must carry their token; ``send`` accepts nothing else (like
+    # the Looping gateway), ``serve`` also shows pushes to other paths (callback JWT verified).
+    receiver.strict_paths = strict
+    receiver.tokens.update(state.endpoints())
+
+
 def _listen_error(args: argparse.Namespace, exc: OSError) -> int:
     return fail(f"cannot listen on {args.host}:{args.port} ({exc.strerror or 'in use?'})")
 
@@ -127,6 +134,7 @@ async def _send(args: argparse.Namespace) -> int:
             )
         except OSError as exc:
             return _listen_error(args, exc)
+        _known_endpoints(receiver, state, strict=True)
         client = await stack.enter_async_context(http_client())
         try:
             reg = await register_with_edge(
@@ -140,14 +148,15 @@ async def _send(args: argparse.Namespace) -> int:
             _describe(reg)
             receiver.expect = CallbackExpectation(key=reg.key, pin=reg.pin)
             turn = Turn(args.text, args.tenant, identity, args.task_id, args.context_id)
-            task = await send_turn(client, kit, reg, receiver, turn)
+            task = await send_turn(client, kit, reg, receiver, turn, state)
         except RegistrationError as exc:
             return fail(_hint(exc, kit.origin), EXIT_VERIFY)
         _say(f"task {task['id']} accepted (context {task.get('contextId', '-')})")
-        return await _follow(receiver, task["id"], args.timeout)
+        return await _follow(receiver, task["id"], args)
 
 
-async def _follow(receiver: PushReceiver, task_id: str, within: float) -> int:
+async def _follow(receiver: PushReceiver, task_id: str, args: argparse.Namespace) -> int:
+    within = args.timeout
     try:
         async for event in follow(receiver, task_id, within=within):
             _show(event)
@@ -156,7 +165,10 @@ async def _follow(receiver: PushReceiver, task_id: str, within: float) -> int:
                 if state == "TASK_STATE_COMPLETED":
                     return 0
                 if state in INTERRUPTED:
-                    _say(f"  (answer with: gateway-dev send --task-id {task_id} ...)")
+                    _say(
+                        f"  answer with: looping-edge gateway-dev send --edge {args.edge} "
+                        f"--tenant {args.tenant} --task-id {task_id} '<answer>'"
+                    )
                     return 0
                 return EXIT_FAILED
     except TimeoutError:
@@ -175,6 +187,7 @@ async def _serve(args: argparse.Namespace) -> int:
             )
         except OSError as exc:
             return _listen_error(args, exc)
+        _known_endpoints(receiver, state, strict=False)
         async with http_client() as client:
             try:
                 reg = await register_with_edge(

@@ -7,10 +7,12 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
 from app.gatewaydev.registration import Registration, RegistrationError, rpc
+from app.gatewaydev.state import GatewayState
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import PushReceiver, ReceivedPush
 
@@ -57,9 +59,12 @@ async def send_turn(
     registration: Registration,
     receiver: PushReceiver,
     turn: Turn,
+    state: GatewayState | None = None,
 ) -> dict[str, Any]:
     """SendMessage with a fresh push endpoint on our receiver; returns the accepted task."""
     push_url, token = receiver.endpoint()
+    if state is not None:
+        state.save_endpoint(urlsplit(push_url).path, token)
     result = await rpc(
         client,
         kit,

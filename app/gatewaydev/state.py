@@ -3,6 +3,8 @@
 - ``gateway-key.json``: the gateway's own Ed25519 private JWK (mode 0600), created on first use;
   its public half is served at ``<origin>/.well-known/jwks.json`` for the edge to verify our
   tokens (CONTRACT §3 step 5).
+- ``endpoints.json``: the push paths we handed out and their notification tokens (mode 0600),
+  so a later run (answering an input-required task) still checks ``X-A2A-Notification-Token``.
 - ``pins.json``: per edge origin, the ``jku`` and ``kid`` its card was signed with when we first
   registered (trust on first use, CONTRACT §4 last bullet). A different pair later is refused
   until the operator removes the pin: a changed signing identity is a re-registration event.
@@ -24,6 +26,7 @@ from app.security.keys import SigningKey, generate_private_jwk
 
 KEY_FILE = "gateway-key.json"
 PINS_FILE = "pins.json"
+ENDPOINTS_FILE = "endpoints.json"
 DEFAULT_KID = "gateway-dev-1"
 
 
@@ -99,3 +102,24 @@ class GatewayState:
                 f"{edge_origin} from {self.directory / PINS_FILE} and run again."
             )
         return False
+
+    def endpoints(self) -> dict[str, str]:
+        path = self.directory / ENDPOINTS_FILE
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return {}
+        if not isinstance(doc, dict):
+            return {}
+        return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def save_endpoint(self, push_path: str, token: str) -> None:
+        self._ensure_dir()
+        known = self.endpoints()
+        known[push_path] = token
+        path = self.directory / ENDPOINTS_FILE
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(known, indent=2) + "\n")
+        tmp.replace(path)

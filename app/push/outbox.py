@@ -83,7 +83,7 @@ async def _wake_on_commit(session: AsyncSession) -> None:
         sync_session.info.pop(_WAKE_KEY, None)
         notify_local()
 
-    def after_rollback(sync_session: Session) -> None:
+    def after_rollback(sync_session: Session, _previous: object) -> None:
         sync_session.info.pop(_WAKE_KEY, None)
 
     event.listen(session.sync_session, "after_commit", after_commit, once=True)

@@ -155,6 +155,8 @@ class PushReceiver:
     fault: Fault | None = None
     requests: list[ReceivedPush] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)
+    # Refuse (401) pushes to paths without a registered token (a real gateway knows its urls).
+    strict_paths: bool = False
     # Paths currently inside a request (the ordering tests check there is never two at once).
     active: dict[str, int] = field(default_factory=dict)
     max_concurrent_per_path: int = 0
@@ -300,6 +302,8 @@ class PushReceiver:
         self, target: str, headers: Mapping[str, str]
     ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
         expected_token = self.tokens.get(urlsplit(target).path)
+        if expected_token is None and self.strict_paths:
+            return "unknown push endpoint", None, None
         if expected_token is not None and headers.get(TOKEN_HEADER) != expected_token:
             return "notification token mismatch", None, None
         if headers.get("content-type") != "application/a2a+json":

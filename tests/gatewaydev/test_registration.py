@@ -166,3 +166,12 @@ def test_send_message_params_carry_the_push_config() -> None:
     }
     assert params["message"]["taskId"] == "t" and params["message"]["contextId"] == "c"
     assert params["message"]["role"] == "ROLE_USER"
+
+
+def test_endpoints_are_remembered_privately(tmp_path: Path) -> None:
+    state = GatewayState(tmp_path / "gw")
+    assert state.endpoints() == {}
+    state.save_endpoint("/push/a", "tok-a")
+    state.save_endpoint("/push/b", "tok-b")
+    assert GatewayState(tmp_path / "gw").endpoints() == {"/push/a": "tok-a", "/push/b": "tok-b"}
+    assert (tmp_path / "gw" / "endpoints.json").stat().st_mode & 0o777 == 0o600

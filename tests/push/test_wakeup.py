@@ -1,0 +1,79 @@
+"""Wake-ups: a committed outbox row wakes the deliverer at once (in process, and by NOTIFY on
+PostgreSQL); polling stays the fallback. Graceful stop lets an attempt on the wire finish."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.db.engine import Database
+from app.push.listen import listen_forever
+from app.push.wakeup import CHANNEL
+from app.testing.push_receiver import hang
+from tests.push.conftest import PushRig
+
+
+async def test_a_commit_wakes_a_deliverer_that_polls_rarely(rig: PushRig) -> None:
+    await rig.add_config("t1")
+    await rig.start(poll_seconds=60)
+    await asyncio.sleep(0.1)  # the deliverer is now waiting on its 60 s poll
+    await rig.queue("t1", "final", kind="final")
+    await rig.rx.wait_for(lambda p: p.message_id == "t1:final", within=5)
+
+
+async def test_a_rolled_back_enqueue_queues_nothing(rig: PushRig) -> None:
+    from app.push.outbox import enqueue_push
+    from tests.push.conftest import SCOPE, payload
+
+    await rig.add_config("t1")
+
+    class Boom(Exception):
+        pass
+
+    try:
+        async with rig.db.transaction() as s:
+            await enqueue_push(
+                s,
+                scope=SCOPE,
+                task_id="t1",
+                kind="final",
+                message_key="final",
+                payload=payload("t1", "final"),
+            )
+            raise Boom
+    except Boom:
+        pass
+    assert await rig.rows() == []
+
+
+async def test_listen_hears_notify_from_another_connection(pg_url: str) -> None:
+    from sqlalchemy import text
+
+    db = Database(pg_url)
+    heard = asyncio.Event()
+    task = asyncio.create_task(listen_forever(db, heard.set))
+    try:
+        await asyncio.wait_for(heard.wait(), 5)  # woken once on connect
+        heard.clear()
+        other = Database(pg_url)
+        try:
+            async with other.transaction() as s:
+                await s.execute(text("SELECT pg_notify(:c, '')"), {"c": CHANNEL})
+        finally:
+            await other.dispose()
+        await asyncio.wait_for(heard.wait(), 5)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await db.dispose()
+
+
+async def test_stop_lets_the_attempt_on_the_wire_finish(rig: PushRig) -> None:
+    await rig.add_config("t1")
+    await rig.queue("t1", "final", kind="final")
+    rig.rx.fault = hang(0.3)
+    deliverer = await rig.start()
+    await rig.wait_rows(lambda rs: rs[0].lease_owner is not None)
+    await deliverer.stop()
+    rig.deliverers.remove(deliverer)
+    [row] = await rig.rows()
+    assert row.status == "delivered" and row.lease_owner is None
