@@ -100,6 +100,10 @@ class PushSender:
             raise _Refused(f"{what} cannot be decrypted") from None
 
     async def attempt(self, push: ClaimedPush) -> AttemptResult:
+        if not deterministic_message(push):
+            # CONTRACT §7: never push SUBMITTED or an update without a deterministic message
+            # id; the gateway deduplicates on it. A writer bug must not reach the gateway.
+            return AttemptResult(Outcome.PERMANENT, error="payload has no task message id")
         try:
             # CONTRACT §7: never contact a target outside GATEWAY_ORIGINS, decided before I/O.
             self._allowlist.check_url(push.url, what="push url")
@@ -131,6 +135,22 @@ class PushSender:
             error=status_error(status),
             retry_after=retry_after,
         )
+
+
+def deterministic_message(push: ClaimedPush) -> bool:
+    """The payload reports this task with ``<taskId>:<key>`` and is not SUBMITTED."""
+    body = push.payload
+    update = body.get("task") or body.get("statusUpdate")
+    if not isinstance(update, dict):
+        return False
+    task_id = update.get("id", update.get("taskId"))
+    status = update.get("status")
+    if task_id != push.task_id or not isinstance(status, dict):
+        return False
+    message = status.get("message")
+    if status.get("state") == "TASK_STATE_SUBMITTED" or not isinstance(message, dict):
+        return False
+    return message.get("messageId") == f"{push.task_id}:{push.message_key}"
 
 
 async def _drain(response: httpx.Response) -> None:

@@ -304,3 +304,29 @@ async def test_cancel_also_cancels_dead_letters(rig: PushRig) -> None:
     report = await replay(rig.db)
     assert report.requeued == ()
     assert (await rig.rows())[0].status == "canceled"
+
+
+async def test_a_payload_without_a_deterministic_message_id_is_never_sent(rig: PushRig) -> None:
+    from app.push.outbox import enqueue_push
+
+    await rig.add_config("t1")
+    submitted = payload("t1", "s1", state="TASK_STATE_SUBMITTED")
+    no_message = {"task": {"id": "t1", "status": {"state": "TASK_STATE_WORKING"}}}
+    other_key = payload("t1", "s9")
+    foreign_task = payload("t2", "s4")
+    async with rig.db.transaction() as s:
+        for key, body in (
+            ("s1", submitted),
+            ("s2", no_message),
+            ("s3", other_key),
+            ("s4", foreign_task),
+        ):
+            await enqueue_push(
+                s, scope=SCOPE, task_id="t1", kind="progress", message_key=key, payload=body
+            )
+    await rig.queue("t1", "final", kind="final", state="TASK_STATE_COMPLETED")
+    await rig.start()
+    rows = await rig.wait_rows(lambda rs: rs[-1].status == "delivered")
+    assert [r.status for r in rows] == ["dead"] * 4 + ["delivered"]
+    assert {r.last_error for r in rows[:4]} == {"payload has no task message id"}
+    assert [p.message_id for p in rig.rx.requests] == ["t1:final"]
