@@ -1,0 +1,1 @@
+"""The benchmark suite: ``bench/run`` (``python -m bench``). See ``bench/README.md``."""

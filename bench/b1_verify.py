@@ -1,0 +1,84 @@
+"""Benchmark 1: token verification — the edge's ``GatewayTokenVerifier`` on valid gateway
+tokens (JWKS fetched once from the loopback JWKS server, then cached) vs raw
+``cryptography`` Ed25519 verification of the same signatures over the same signing inputs.
+
+Every token is distinct (own ``jti``), so each edge verification is a full one. Rates are the
+median over rounds of one pass over the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from app.security.jose_strict import b64url_decode
+from app.security.jwks import JwksFetcher
+from app.security.token import GatewayTokenVerifier
+from app.services import gateway_http_client
+from app.settings import load_settings
+from bench.config import AUDIENCE, PUBLIC_URL
+from bench.context import Ctx
+from bench.report import rate_row
+
+NAME = "1 token verification"
+
+
+def _raw_inputs(tokens: list[str]) -> list[tuple[bytes, bytes]]:
+    out = []
+    for token in tokens:
+        head, payload, sig = token.split(".")
+        out.append((b64url_decode(sig), f"{head}.{payload}".encode("ascii")))
+    return out
+
+
+async def _edge_rates(ctx: Ctx, headers: list[str], rounds: int) -> list[float]:
+    settings = load_settings(
+        signing_key=ctx.edge.key_json,
+        gateway_origins=[ctx.gateway.origin],
+        public_url=PUBLIC_URL,
+        allow_loopback_http=True,
+        database_url="sqlite+aiosqlite:///:memory:",
+    )
+    assert settings.endpoint_url == AUDIENCE
+    client = gateway_http_client(settings)
+    try:
+        verifier = GatewayTokenVerifier(settings, JwksFetcher(settings, client))
+        await verifier.verify(headers[0])  # fetch and cache the JWKS (not measured)
+        rates = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            for header in headers:
+                await verifier.verify(header)
+            rates.append(len(headers) / (time.perf_counter() - began))
+        return rates
+    finally:
+        await client.aclose()
+
+
+def _raw_rates(
+    key: Ed25519PublicKey, inputs: list[tuple[bytes, bytes]], rounds: int
+) -> list[float]:
+    rates = []
+    verify = key.verify
+    for _ in range(rounds):
+        began = time.perf_counter()
+        for signature, message in inputs:
+            verify(signature, message)
+        rates.append(len(inputs) / (time.perf_counter() - began))
+    return rates
+
+
+def run(ctx: Ctx) -> None:
+    n = ctx.profile.verify_tokens
+    tokens = ctx.edge_tokens([f"user-{i}" for i in range(100)])[:n]
+    headers = [f"Bearer {t}" for t in tokens]
+    rounds = ctx.profile.verify_rounds
+    edge = statistics.median(asyncio.run(_edge_rates(ctx, headers, rounds)))
+    raw = statistics.median(
+        _raw_rates(ctx.gateway.kit.key.public_key(), _raw_inputs(tokens), rounds)
+    )
+    ctx.report.add(rate_row(NAME, "verifications/s", edge, "/s", "raw Ed25519", raw, 0.6))
+    ctx.report.add(rate_row(NAME, "µs per verification", 1e6 / edge, "µs", None, None, None))

@@ -1,0 +1,99 @@
+"""Benchmark 2: verified GetTask over HTTP at concurrency 1/16/64, one and two uvicorn
+processes, vs the a2a-sdk server (its routes, handler and ``DatabaseTaskStore`` on the same
+PostgreSQL) and vs a bare FastAPI endpoint returning a fixed result.
+
+Every edge request carries a distinct pre-minted token (a full EdDSA verification) and reads
+one of the 1,000 hot tasks of its own identity (10 identities x 100 tasks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import pg, wire
+from bench.config import HOT_IDENTITIES, TENANT
+from bench.context import Ctx, hot_identities
+from bench.loadgen import HttpResult
+from bench.procs import Proc
+from bench.report import latency_row, rate_row
+from bench.seed import SDK_TASKS_PER_IDENTITY, hot_task
+from bench.servers import uvicorn_server
+
+NAME = "2 GetTask"
+
+
+def edge_method(ctx: Ctx, proc: Proc, token: str) -> str:
+    """``GetTask`` when served, else the stand-in ``GetExtendedAgentCard``."""
+    doc = ctx.rpc(proc, token, wire.get_task(TENANT, hot_task(TENANT, 0, 0)))
+    if "result" in doc:
+        return "GetTask"
+    if doc.get("error", {}).get("code") == -32601:
+        return "GetExtendedAgentCard"
+    raise RuntimeError(f"GetTask probe failed: {str(doc)[:300]}")
+
+
+def _bodies(
+    tenant: str, method: str, n: int, id_space: str | None = None, per_identity: int = 100
+) -> list[str]:
+    """Body ``k`` reads a task of the identity of token ``k`` (``hot-{k % 10}``)."""
+    if method == "GetExtendedAgentCard":
+        return [wire.get_card(tenant)] * n
+    space = tenant if id_space is None else id_space
+    return [
+        wire.get_task(
+            tenant, hot_task(space, k % HOT_IDENTITIES, (k // HOT_IDENTITIES) % per_identity)
+        )
+        for k in range(n)
+    ]
+
+
+def _measure(ctx: Ctx, proc: Proc, pool: Path) -> dict[int, HttpResult]:
+    ctx.warm(proc, pool)
+    return {c: ctx.load(proc, pool, c) for c in ctx.profile.concurrencies}
+
+
+def run(ctx: Ctx) -> None:
+    db = ctx.edge_database()
+    sdk_db = ctx.sdk_database()
+    tokens = ctx.edge_tokens(hot_identities())
+    sdk_tokens = [f"sdk-hot-{k % HOT_IDENTITIES}" for k in range(len(tokens))]
+    sdk_env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
+    for workers in ctx.profile.server_workers:
+        with ctx.running(
+            ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers)
+        ) as edge:
+            method = edge_method(ctx, edge, tokens[0])
+            pool = ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens)))
+            ours = _measure(ctx, edge, pool)
+        with ctx.running(
+            uvicorn_server(
+                f"sdk-w{workers}", "bench.sdk_server:app", ctx.run_dir, workers=workers, env=sdk_env
+            )
+        ) as sdk:
+            pool = ctx.pool_file(
+                "sdk-get",
+                sdk_tokens,
+                _bodies(
+                    "", "GetTask", len(tokens), id_space="sdk", per_identity=SDK_TASKS_PER_IDENTITY
+                ),
+            )
+            theirs = _measure(ctx, sdk, pool)
+        with ctx.running(
+            uvicorn_server(
+                f"bare-w{workers}", "bench.bare_server:app", ctx.run_dir, workers=workers
+            )
+        ) as bare:
+            pool = ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])
+            ceiling = _measure(ctx, bare, pool)
+        name = NAME if method == "GetTask" else f"{NAME} (stand-in {method})"
+        for c in ctx.profile.concurrencies:
+            tag = f"{workers}p c{c}"
+            e, s, b = ours[c], theirs[c], ceiling[c]
+            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, 4.0))
+            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, 0.35))
+            ctx.report.add(
+                latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None)
+            )
+            ctx.report.add(
+                latency_row(name, f"p99 {tag}", e.p99_ms, "ms", "a2a-sdk", s.p99_ms, None)
+            )

@@ -1,0 +1,72 @@
+"""Benchmark 4: end-to-end turns — accepted by the edge, run by the echo agent in
+``looping-edge worker`` processes (1, then 2), the terminal push delivered to the bench's
+loopback receiver. 100 identities each loop "send a turn, wait for its push".
+
+Reports turns/s and accept-to-push latency (from the accept answer to the push's arrival,
+one clock). No baseline: the a2a-sdk has no durable turn pipeline to compare with; the
+2-worker row is compared with the 1-worker row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bench.config import AUDIENCE
+from bench.context import Ctx
+from bench.procs import Proc
+from bench.receiver import PushReceiver
+from bench.report import rate_row
+from bench.turns import TurnDriver, TurnStats, percentile
+
+NAME = "4 end-to-end turns"
+
+
+async def _drive(ctx: Ctx, edge: Proc, identities: list[str]) -> TurnStats:
+    receiver = PushReceiver()
+    receiver.port = ctx.receiver_port
+    await receiver.start()
+    driver = TurnDriver(edge.url(), ctx.gateway, receiver, AUDIENCE)
+    try:
+        # Warm-up (not measured): every identity's first turn, so leases and connections exist.
+        await driver.each_once(identities, concurrency=len(identities))
+        return await driver.loop_for(identities, ctx.profile.turn_seconds)
+    finally:
+        await driver.aclose()
+        await receiver.stop()
+
+
+def run(ctx: Ctx) -> None:
+    identities = [f"turner-{i}" for i in range(ctx.profile.turn_identities)]
+    rates: dict[int, float] = {}
+    for n in ctx.profile.turn_worker_processes:
+        db = ctx.fresh_edge_database(f"turns{n}")
+        with ctx.running(
+            ctx.edge.serve(f"edge-turns-{n}", db, ctx.run_dir, background=False)
+        ) as edge:
+            workers = [ctx.edge.worker(f"worker-{n}-{i}", db, ctx.run_dir) for i in range(n)]
+            ctx.procs.extend(workers)
+            try:
+                time.sleep(1.0)  # let the workers connect and LISTEN
+                stats = asyncio.run(_drive(ctx, edge, identities))
+            finally:
+                for w in workers:
+                    w.stop()
+                    ctx.procs.remove(w)
+        if stats.failed:
+            ctx.report.note(
+                f"{NAME}: {stats.failed} turns without a terminal push in time ({n} workers)"
+            )
+        rate = stats.completed / stats.seconds
+        rates[n] = rate
+        label = f"{n} worker process{'es' if n > 1 else ''}"
+        base = rates.get(1) if n > 1 else None
+        ctx.report.add(
+            rate_row(
+                NAME, f"turns/s, {label}", rate, "/s", "1 worker" if base else None, base, None
+            )
+        )
+        p50 = percentile(stats.latencies, 50) * 1000
+        p99 = percentile(stats.latencies, 99) * 1000
+        ctx.report.add(rate_row(NAME, f"accept-to-push p50, {label}", p50, "ms", None, None, None))
+        ctx.report.add(rate_row(NAME, f"accept-to-push p99, {label}", p99, "ms", None, None, None))

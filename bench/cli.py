@@ -1,0 +1,101 @@
+"""``bench/run``: run the benchmarks, print the table, write ``results/latest.{json,md}``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from bench import pg, procs
+from bench.config import FULL, QUICK
+from bench.context import Ctx
+from bench.gateway import BenchGateway
+from bench.loadgen import ensure_wrk
+from bench.report import Report, machine_info
+from bench.servers import EdgeConfig
+
+BENCHMARKS = {
+    "1": "bench.b1_verify",
+    "2": "bench.b2_gettask",
+    "3": "bench.b3_accept",
+    "4": "bench.b4_turns",
+    "5": "bench.b5_growth",
+    "6": "bench.b6_memory",
+}
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/run", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="every benchmark briefly (< 1 minute)")
+    p.add_argument("--only", default="", help="comma-separated benchmark numbers, e.g. 1,2")
+    p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json/.md are written")
+    p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
+    p.add_argument("--keep", action="store_true", help="keep the databases and the scratch dir")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    selected = [b.strip() for b in args.only.split(",") if b.strip()] or list(BENCHMARKS)
+    unknown = [b for b in selected if b not in BENCHMARKS]
+    if unknown:
+        print(f"bench/run: unknown benchmark(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    profile = QUICK if args.quick else FULL
+    tool = ensure_wrk(args.loadgen)
+    tool_label = (
+        "wrk (Debian package), Lua script bench/lua/pool.lua"
+        if tool == "wrk"
+        else ("bench.pyload (multi-process Python client)")
+    )
+    report = Report(profile=profile.name, loadgen=tool_label)
+    report.machine = machine_info(pg.server_version(), tool_label)
+    print(f"bench: profile {profile.name}, load generator {tool_label}")
+    print(
+        f"bench: {report.machine['cpu']}, {report.machine['cores']} cores; the load generator, "
+        "the servers and PostgreSQL share these cores"
+    )
+    run_dir = Path(tempfile.mkdtemp(prefix="looping-bench-"))
+    gateway = BenchGateway()
+    gateway.start()
+    receiver_port = procs.free_port()
+    edge = EdgeConfig(gateway_origins=[gateway.origin, f"http://127.0.0.1:{receiver_port}"])
+    ctx = Ctx(profile, report, tool, run_dir, gateway, edge, receiver_port)
+    failed: list[str] = []
+    began = time.monotonic()
+    try:
+        for number in selected:
+            module = importlib.import_module(BENCHMARKS[number])
+            print(f"\n== {module.NAME}", flush=True)
+            started = time.monotonic()
+            try:
+                module.run(ctx)
+            except Exception as exc:
+                failed.append(number)
+                ctx.stop_all()
+                traceback.print_exc()
+                report.note(f"benchmark {module.NAME} failed: {type(exc).__name__}: {exc}"[:400])
+            print(f"   ({time.monotonic() - started:.1f}s)", flush=True)
+    finally:
+        ctx.stop_all()
+        gateway.stop()
+        if not args.keep:
+            ctx.dbs.drop_all()
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:
+            print(f"bench: kept databases {ctx.dbs.created} and {run_dir}")
+    print(f"\n{report.table()}\n")
+    for note in report.notes:
+        print(f"note: {note}")
+    report.write(args.out)
+    print(
+        f"bench: {len(report.rows)} rows in {time.monotonic() - began:.0f}s "
+        f"-> {args.out}/latest.json"
+    )
+    return 1 if failed else 0

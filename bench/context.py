@@ -1,0 +1,148 @@
+"""What every benchmark gets: the profile, the report, the gateway, the edge configuration,
+the run's databases, a scratch directory, and process bookkeeping (everything started is
+stopped at the end, whatever happens)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import loadgen, pg
+from bench.config import AUDIENCE, HOT_IDENTITIES, TENANT, Profile
+from bench.gateway import BenchGateway
+from bench.loadgen import HttpResult
+from bench.procs import Proc
+from bench.report import Report
+from bench.seed import HOT_SET, load_edge_tasks, seed_sdk
+from bench.servers import EdgeConfig
+
+
+@dataclass
+class Ctx:
+    profile: Profile
+    report: Report
+    tool: str
+    run_dir: Path
+    gateway: BenchGateway
+    edge: EdgeConfig
+    receiver_port: int
+    dbs: pg.Databases = field(default_factory=pg.Databases)
+    procs: list[Proc] = field(default_factory=list)
+    _edge_db: str | None = None
+    _sdk_db: str | None = None
+    _runs: int = 0
+
+    # --- databases ---------------------------------------------------------------------------
+
+    def edge_database(self) -> str:
+        """The run's edge database: migrated, tenant ``bench`` (echo), the 1,000 hot tasks."""
+        if self._edge_db is None:
+            name = self.dbs.create("edge")
+            self.edge.migrate(name)
+            self.edge.add_tenant(name, TENANT)
+            load_edge_tasks(name, TENANT, 0, HOT_SET)
+            self._edge_db = name
+        return self._edge_db
+
+    def fresh_edge_database(self, role: str) -> str:
+        """Another migrated edge database with tenant ``bench`` and no tasks (benchmarks that
+        run turns must not inherit the accept benchmark's queued turns)."""
+        name = self.dbs.create(role)
+        self.edge.migrate(name)
+        self.edge.add_tenant(name, TENANT)
+        return name
+
+    def sdk_database(self) -> str:
+        if self._sdk_db is None:
+            name = self.dbs.create("sdk")
+            seed_sdk(name)
+            self._sdk_db = name
+        return self._sdk_db
+
+    # --- processes ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def running(self, proc: Proc) -> Iterator[Proc]:
+        self.procs.append(proc)
+        try:
+            yield proc
+        finally:
+            proc.stop()
+            self.procs.remove(proc)
+
+    def stop_all(self) -> None:
+        for proc in list(self.procs):
+            proc.stop()
+        self.procs.clear()
+
+    # --- tokens and load ---------------------------------------------------------------------
+
+    def edge_tokens(self, identities: list[str], tenant: str = TENANT) -> list[str]:
+        return self.gateway.pool(
+            audience=AUDIENCE, tenant=tenant, identities=identities, size=self.profile.token_pool
+        )
+
+    def pool_file(self, name: str, tokens: list[str], bodies: list[str]) -> Path:
+        return loadgen.write_pool(self.run_dir / f"{name}.pool", tokens, bodies)
+
+    def load(
+        self, proc: Proc, pool_file: Path, connections: int, seconds: float | None = None
+    ) -> HttpResult:
+        assert proc.port is not None
+        self._runs += 1
+        result = loadgen.run(
+            self.tool,
+            port=proc.port,
+            pool_file=pool_file,
+            connections=connections,
+            seconds=self.profile.http_seconds if seconds is None else seconds,
+            salt=f"{self.dbs.prefix}-{self._runs}",
+        )
+        if result.bad:
+            self.report.note(
+                f"{proc.name} c={connections}: {result.bad} of {result.requests} answers were "
+                "not a JSON-RPC result (excluded from req/s)"
+            )
+        if result.requests and result.bad == result.requests:
+            raise RuntimeError(f"{proc.name}: every answer was an error; see the note above")
+        return result
+
+    def warm(self, proc: Proc, pool_file: Path) -> None:
+        if self.profile.warmup_seconds > 0:
+            with contextlib.suppress(RuntimeError):
+                loadgen.run(
+                    self.tool,
+                    port=proc.port or 0,
+                    pool_file=pool_file,
+                    connections=16,
+                    seconds=self.profile.warmup_seconds,
+                    salt=f"{self.dbs.prefix}-warm-{self._runs}",
+                )
+
+    def rpc(self, proc: Proc, token: str, body: str) -> dict[str, Any]:
+        """One call with httpx (probes and checks, not measurement)."""
+        response = httpx.post(
+            proc.url(),
+            content=body,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "A2A-Version": "1.0",
+                "Content-Type": "application/json",
+            },
+            timeout=30,
+        )
+        try:
+            doc: dict[str, Any] = response.json()
+        except json.JSONDecodeError:
+            doc = {"http_status": response.status_code, "text": response.text[:200]}
+        return doc
+
+
+def hot_identities() -> list[str]:
+    return [f"hot-{i}" for i in range(HOT_IDENTITIES)]

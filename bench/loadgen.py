@@ -1,0 +1,137 @@
+"""The load generator: ``wrk`` with ``lua/pool.lua`` (installed from Debian's packages when
+missing and we are root), else the multi-process Python client ``bench.pyload``.
+
+Both run in their own processes, read the same pool file (``<token>\\t<body>`` per line) and
+report requests, duration, p50/p90/p99 latency and the count of bad answers (anything but
+HTTP 200 with a JSON-RPC ``result``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LUA = HERE / "lua" / "pool.lua"
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    tool: str
+    connections: int
+    requests: int
+    seconds: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    mean_ms: float
+    bad: int
+    pool_wraps: int
+
+    @property
+    def rps(self) -> float:
+        good = max(self.requests - self.bad, 0)
+        return good / self.seconds if self.seconds > 0 else 0.0
+
+
+def ensure_wrk(choice: str) -> str:
+    """Which load generator to use: ``wrk`` (installing it when allowed) or ``python``."""
+    if choice == "python":
+        return "python"
+    if shutil.which("wrk") is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        print("  wrk not found: installing it from Debian's packages (apt-get install wrk)")
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": False}
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if subprocess.run(["apt-get", "install", "-y", "wrk"], env=env, **quiet).returncode:  # type: ignore[call-overload]
+            subprocess.run(["apt-get", "update"], env=env, **quiet)  # type: ignore[call-overload]
+            subprocess.run(["apt-get", "install", "-y", "wrk"], env=env, **quiet)  # type: ignore[call-overload]
+    if shutil.which("wrk") is not None:
+        return "wrk"
+    if choice == "wrk":
+        raise RuntimeError("wrk is not installed and could not be installed")
+    print("  wrk unavailable: using the multi-process Python client (bench.pyload)")
+    return "python"
+
+
+def write_pool(path: Path, tokens: list[str], bodies: list[str]) -> Path:
+    """One line per request: token ``k`` with body ``k % len(bodies)``."""
+    with path.open("w") as out:
+        for k, token in enumerate(tokens):
+            out.write(f"{token}\t{bodies[k % len(bodies)]}\n")
+    return path
+
+
+def run(
+    tool: str,
+    *,
+    port: int,
+    pool_file: Path,
+    connections: int,
+    seconds: float,
+    path: str = "/a2a",
+    salt: str = "s",
+) -> HttpResult:
+    if tool == "wrk":
+        # One wrk thread: wrk is cheap per request, and on two cores every thread we add takes
+        # CPU from the server being measured.
+        argv = [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{max(seconds, 1.0):g}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(LUA),
+            f"http://127.0.0.1:{port}",
+            "--",
+            str(pool_file),
+            path,
+            salt,
+        ]
+    else:
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.pyload",
+            "--port",
+            str(port),
+            "--file",
+            str(pool_file),
+            "--connections",
+            str(connections),
+            "--seconds",
+            str(seconds),
+            "--path",
+            path,
+            "--salt",
+            salt,
+        ]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, check=False, cwd=HERE.parent, timeout=seconds + 120
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
+    if line is None:
+        raise RuntimeError(
+            f"{tool} produced no result ({done.returncode}): {done.stderr.strip()[-1500:]}"
+        )
+    doc = json.loads(line.split(" ", 1)[1])
+    if doc["bad"] and done.stderr:
+        print("    " + done.stderr.strip().replace("\n", "\n    ")[:900])
+    return HttpResult(
+        tool=tool,
+        connections=connections,
+        requests=int(doc["requests"]),
+        seconds=doc["duration_us"] / 1e6,
+        p50_ms=doc["p50_us"] / 1000,
+        p90_ms=doc["p90_us"] / 1000,
+        p99_ms=doc["p99_us"] / 1000,
+        mean_ms=doc["mean_us"] / 1000,
+        bad=int(doc["bad"]) + int(doc.get("socket_errors", 0)),
+        pool_wraps=int(doc["pool_wraps"]),
+    )

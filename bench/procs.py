@@ -1,0 +1,138 @@
+"""Server processes: start in their own process group, wait until they answer, measure RSS,
+stop (SIGTERM, then SIGKILL of that group only)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    port: int | None
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def url(self, path: str = "/a2a") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def tree_pids(self) -> list[int]:
+        """This process and its descendants (uvicorn's worker processes)."""
+        pids = [self.pid]
+        i = 0
+        while i < len(pids):
+            try:
+                text = Path(f"/proc/{pids[i]}/task/{pids[i]}/children").read_text()
+            except OSError:
+                text = ""
+            pids.extend(int(p) for p in text.split())
+            i += 1
+        return pids
+
+    def rss_bytes(self) -> int:
+        """Resident set size of the whole process tree."""
+        return sum(rss_of(pid) for pid in self.tree_pids())
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.popen.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(5)
+
+
+def rss_of(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def start(
+    name: str,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    log_dir: Path,
+    port: int | None = None,
+    ready_path: str | None = "/livez",
+    timeout: float = 60.0,
+) -> Proc:
+    log_path = log_dir / f"{name}.log"
+    log = log_path.open("ab")
+    popen = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stop() signals exactly this tree
+    )
+    log.close()
+    proc = Proc(name=name, popen=popen, port=port, log_path=log_path)
+    if port is not None and ready_path is not None:
+        _wait_ready(proc, ready_path, timeout)
+    return proc
+
+
+def _wait_ready(proc: Proc, path: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}):\n{proc.log_tail()}")
+        try:
+            if httpx.get(proc.url(path), timeout=1.0).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.stop()
+    raise RuntimeError(
+        f"{proc.name} did not answer {path} within {timeout:.0f}s:\n{proc.log_tail()}"
+    )
+
+
+def run_checked(argv: list[str], *, env: dict[str, str], what: str) -> str:
+    done = subprocess.run(
+        argv, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return done.stdout

@@ -1,0 +1,123 @@
+"""Profile the edge under load: ``python -m bench.profile [gettask|accept|card] [--seconds N]``.
+
+Starts one edge process (``looping-edge serve``, fresh database), drives it with the load
+generator at concurrency 16 while ``py-spy record`` samples it, then prints the functions
+with the largest inclusive and self share of samples (from py-spy's collapsed stacks, which
+are kept next to the printed path for flame graphs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from bench import procs, wire
+from bench.config import QUICK, TENANT
+from bench.context import Ctx, hot_identities
+from bench.gateway import BenchGateway
+from bench.loadgen import ensure_wrk
+from bench.report import Report
+from bench.seed import hot_task
+from bench.servers import EdgeConfig
+
+
+def summarize(collapsed: Path, top: int = 40) -> str:
+    inclusive: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        frames = stack.split(";")
+        for frame in set(frames):
+            inclusive[frame] += count
+        own[frames[-1]] += count
+    out = [f"{total} samples", "", "inclusive:"]
+    out += [f"  {100 * n / total:5.1f}%  {f}" for f, n in inclusive.most_common(top)]
+    out += ["", "self:"]
+    out += [f"  {100 * n / total:5.1f}%  {f}" for f, n in own.most_common(top)]
+    return "\n".join(out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("target", choices=("gettask", "accept", "card"), default="gettask", nargs="?")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--env", action="append", default=[], help="extra edge env NAME=VALUE")
+    args = p.parse_args()
+    tool = ensure_wrk("auto")
+    run_dir = Path(tempfile.mkdtemp(prefix="looping-profile-"))
+    gateway = BenchGateway()
+    gateway.start()
+    edge = EdgeConfig(gateway_origins=[gateway.origin])
+    ctx = Ctx(QUICK, Report("profile"), tool, run_dir, gateway, edge, procs.free_port())
+    extra = dict(item.split("=", 1) for item in args.env)
+    try:
+        db = ctx.edge_database()
+        tokens = ctx.edge_tokens(hot_identities())
+        if args.target == "gettask":
+            bodies = [
+                wire.get_task(TENANT, hot_task(TENANT, k % 10, k // 10)) for k in range(len(tokens))
+            ]
+        elif args.target == "card":
+            bodies = [wire.get_card(TENANT)]
+        else:
+            bodies = [wire.send_message(TENANT, gateway.origin + "/push")]
+        pool = ctx.pool_file("profile", tokens, bodies)
+        background = args.target != "accept"
+        with ctx.running(
+            ctx.edge.serve("edge-profile", db, run_dir, background=background, **extra)
+        ) as proc:
+            ctx.warm(proc, pool)
+            out = args.out or run_dir / "profile.collapsed"
+            spy = subprocess.Popen(
+                [
+                    shutil.which("py-spy") or str(procs.VENV_BIN / "py-spy"),
+                    "record",
+                    "--pid",
+                    str(proc.pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "250",
+                    "--duration",
+                    str(int(args.seconds)),
+                    "--output",
+                    str(out),
+                    "--nonblocking",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            result: dict[str, object] = {}
+            t = threading.Thread(
+                target=lambda: result.update(r=ctx.load(proc, pool, args.connections, args.seconds))
+            )
+            t.start()
+            t.join()
+            spy.wait(60)
+            r = result["r"]
+            print(f"load: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, p99 {r.p99_ms:.2f} ms")  # type: ignore[attr-defined]
+            print(summarize(out))
+            print(f"\ncollapsed stacks: {out}")
+    finally:
+        ctx.stop_all()
+        gateway.stop()
+        ctx.dbs.drop_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Result rows, the printed table, ``latest.json`` and ``latest.md``.
+
+Every row is one ratio oriented so that higher is better (``baseline / edge`` for latencies,
+``edge / baseline`` for rates, ``1k-latency / 1M-latency`` for growth) with its goal, or no
+goal where the issue sets none (informational rows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Row:
+    benchmark: str
+    metric: str
+    value: float
+    unit: str
+    baseline: str | None = None
+    baseline_value: float | None = None
+    ratio: float | None = None
+    goal: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.goal is None or self.ratio is None:
+            return ""
+        return "ok" if self.ratio >= self.goal else "MISS"
+
+
+def rate_row(
+    benchmark: str,
+    metric: str,
+    value: float,
+    unit: str,
+    baseline: str | None,
+    baseline_value: float | None,
+    goal: float | None,
+) -> Row:
+    """A rate (higher is better): ratio = value / baseline."""
+    ratio = value / baseline_value if baseline_value else None
+    return Row(benchmark, metric, value, unit, baseline, baseline_value, _round(ratio), goal)
+
+
+def latency_row(
+    benchmark: str,
+    metric: str,
+    value: float,
+    unit: str,
+    baseline: str | None,
+    baseline_value: float | None,
+    goal: float | None,
+) -> Row:
+    """A latency (lower is better): ratio = baseline / value, so higher is better."""
+    ratio = baseline_value / value if baseline_value and value else None
+    return Row(benchmark, metric, value, unit, baseline, baseline_value, _round(ratio), goal)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+@dataclass
+class Report:
+    profile: str
+    loadgen: str = "?"
+    machine: dict[str, Any] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  {format_row(row)}", flush=True)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        print(f"  note: {text}", flush=True)
+
+    # --- output ----------------------------------------------------------------------------
+
+    def table(self) -> str:
+        header = ("benchmark", "metric", "value", "baseline", "ratio", "goal", "")
+        lines = [header]
+        for r in self.rows:
+            lines.append(
+                (
+                    r.benchmark,
+                    r.metric,
+                    f"{_num(r.value)} {r.unit}",
+                    f"{r.baseline} {_num(r.baseline_value)}" if r.baseline else "",
+                    f"{r.ratio:.2f}x" if r.ratio is not None else "",
+                    f">= {r.goal:g}x" if r.goal is not None else "",
+                    r.verdict,
+                )
+            )
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+        out.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(s.rstrip() for s in out)
+
+    def markdown(self) -> str:
+        m = self.machine
+        out = [
+            f"Profile `{self.profile}`, load generator: {self.loadgen}. "
+            f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
+            f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}, Python {m.get('python', '?')}, "
+            f"PostgreSQL {m.get('postgres', '?')}; run {m.get('date', '?')}.",
+            "",
+            "| benchmark | metric | value | baseline | ratio | goal |",
+            "|---|---|---:|---|---:|---:|",
+        ]
+        for r in self.rows:
+            base = f"{r.baseline} {_num(r.baseline_value)}" if r.baseline else ""
+            ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
+            goal = f"≥ {r.goal:g}x {'✓' if r.verdict == 'ok' else '✗'}" if r.goal else ""
+            out.append(
+                f"| {r.benchmark} | {r.metric} | {_num(r.value)} {r.unit} | {base} | {ratio} "
+                f"| {goal} |"
+            )
+        if self.notes:
+            out.append("")
+            out.extend(f"- {n}" for n in self.notes)
+        return "\n".join(out) + "\n"
+
+    def write(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rows = [asdict(r) for r in self.rows]
+        (out_dir / "latest.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (out_dir / "latest.md").write_text(self.markdown())
+        meta = {"profile": self.profile, "loadgen": self.loadgen, "machine": self.machine}
+        meta["notes"] = self.notes
+        (out_dir / "latest-meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def format_row(r: Row) -> str:
+    text = f"[{r.benchmark}] {r.metric}: {_num(r.value)} {r.unit}"
+    if r.baseline:
+        text += f" vs {r.baseline} {_num(r.baseline_value)}"
+    if r.ratio is not None:
+        text += f" -> {r.ratio:.2f}x"
+    if r.goal is not None:
+        text += f" (goal >= {r.goal:g}x: {r.verdict})"
+    return text
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def machine_info(pg_version: str, loadgen: str) -> dict[str, Any]:
+    cpu = "?"
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        found = re.search(r"model name\s*:\s*(.+)", text)
+        cpu = found.group(1).strip() if found else platform.processor() or "?"
+    except OSError:
+        pass
+    mem_gib: float | str = "?"
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))  # type: ignore[union-attr]
+        mem_gib = round(kb / 1024 / 1024, 1)
+    except (OSError, AttributeError):
+        pass
+    os_name = platform.platform(terse=True)
+    try:
+        found = re.search(r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text())
+        os_name = found.group(1) if found else os_name
+    except OSError:
+        pass
+    wrk = ""
+    if shutil.which("wrk"):
+        run = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
+        wrk = (run.stdout or run.stderr).split("\n", 1)[0].strip()
+    import datetime
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "os": os_name,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "postgres": pg_version,
+        "loadgen": loadgen,
+        "wrk": wrk,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
