@@ -1,0 +1,121 @@
+"""Smoke tests of the benchmark suite: every benchmark runs briefly (``bench/run --quick
+--only N``) and produces numbers. No timing is asserted: only that rows come out, with the
+documented shape, finite positive values and ratios consistent with their values.
+
+The fast tests cover the pieces with logic of their own (ratio orientation, pool files,
+push parsing); the slow ones start real servers, PostgreSQL databases and the load generator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.loadgen import write_pool
+from bench.receiver import _task_and_state
+from bench.report import Report, latency_row, rate_row
+
+ROOT = Path(__file__).resolve().parents[2]
+FIELDS = {"benchmark", "metric", "value", "unit", "baseline", "baseline_value", "ratio", "goal"}
+
+
+def test_rates_and_latencies_are_oriented_so_higher_is_better() -> None:
+    rate = rate_row("b", "req/s", 300.0, "/s", "sdk", 100.0, 4.0)
+    assert rate.ratio == 3.0 and rate.verdict == "MISS"
+    latency = latency_row("b", "p50", 2.0, "ms", "sdk", 8.0, 3.0)
+    assert latency.ratio == 4.0 and latency.verdict == "ok"
+    alone = rate_row("b", "rss", 100.0, "MiB", None, None, None)
+    assert alone.ratio is None and alone.verdict == ""
+
+
+def test_report_writes_json_rows_and_markdown(tmp_path: Path) -> None:
+    report = Report(profile="quick", loadgen="wrk", machine={"cpu": "x", "cores": 2})
+    report.rows.append(
+        rate_row("1 token verification", "verifications/s", 6.0, "/s", "raw", 10.0, 0.6)
+    )
+    report.write(tmp_path)
+    rows = json.loads((tmp_path / "latest.json").read_text())
+    assert rows == [
+        {
+            "benchmark": "1 token verification",
+            "metric": "verifications/s",
+            "value": 6.0,
+            "unit": "/s",
+            "baseline": "raw",
+            "baseline_value": 10.0,
+            "ratio": 0.6,
+            "goal": 0.6,
+        }
+    ]
+    markdown = (tmp_path / "latest.md").read_text()
+    assert "| 1 token verification | verifications/s |" in markdown and "0.60x" in markdown
+
+
+def test_pool_file_pairs_every_token_with_a_body(tmp_path: Path) -> None:
+    path = write_pool(tmp_path / "p.pool", ["t1", "t2", "t3"], ["a", "b"])
+    assert path.read_text().splitlines() == ["t1\ta", "t2\tb", "t3\ta"]
+
+
+def test_receiver_reads_task_and_status_update_pushes() -> None:
+    task = {"task": {"id": "t1", "status": {"state": "TASK_STATE_COMPLETED"}}}
+    update = {"statusUpdate": {"taskId": "t2", "status": {"state": "TASK_STATE_WORKING"}}}
+    assert _task_and_state(task) == ("t1", "TASK_STATE_COMPLETED")
+    assert _task_and_state(update) == ("t2", "TASK_STATE_WORKING")
+    assert _task_and_state(["not", "a", "push"]) == (None, None)
+
+
+def _run_bench(tmp_path: Path, *args: str) -> list[dict[str, object]]:
+    env = dict(os.environ)
+    if "LOOPING_TEST_PG_DSN" in env:
+        env.setdefault("BENCH_PG_DSN", env["LOOPING_TEST_PG_DSN"])
+    done = subprocess.run(
+        [str(ROOT / "bench" / "run"), "--quick", "--out", str(tmp_path), *args],
+        cwd=ROOT,
+        env={**env, "BENCH_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads((tmp_path / "latest.json").read_text())
+    assert isinstance(rows, list) and rows
+    return rows
+
+
+def _check_rows(rows: list[dict[str, object]], prefix: str) -> None:
+    mine = [r for r in rows if str(r["benchmark"]).startswith(prefix)]
+    assert mine, rows
+    for row in mine:
+        assert set(row) == FIELDS
+        value = row["value"]
+        assert isinstance(value, float | int) and math.isfinite(value) and value >= 0
+        if row["ratio"] is not None:
+            assert isinstance(row["baseline_value"], float | int) and row["baseline_value"] > 0
+            assert isinstance(row["ratio"], float | int) and row["ratio"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.parametrize("number", ["1", "2", "3", "4", "5", "6"])
+def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number: str) -> None:
+    rows = _run_bench(tmp_path, "--only", number)
+    _check_rows(rows, f"{number} ")
+    if number == "2":
+        baselines = {r["baseline"] for r in rows if r["goal"] is not None}
+        assert baselines == {"a2a-sdk", "bare"}
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_python_fallback_load_generator_produces_numbers(tmp_path: Path) -> None:
+    rows = _run_bench(tmp_path, "--only", "5", "--loadgen", "python")
+    _check_rows(rows, "5 ")
+    meta = json.loads((tmp_path / "latest-meta.json").read_text())
+    assert "bench.pyload" in meta["loadgen"]
