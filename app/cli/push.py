@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from app.cli.common import fail, run, settings_or_exit
 from app.db.engine import Database
 from app.errors import ConfigError
@@ -35,6 +37,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rep.set_defaults(func=cmd_replay)
 
 
+_DB_FAILURE = "cannot use the push outbox ({}); is DATABASE_URL right and migrated?"
+
+
 def _database() -> Database:
     settings = settings_or_exit()
     try:
@@ -51,6 +56,8 @@ def cmd_dead(args: argparse.Namespace) -> int:
     async def go() -> int:
         try:
             letters = await list_dead(db, tenant=args.tenant, limit=args.limit)
+        except (SQLAlchemyError, OSError) as exc:
+            return fail(_DB_FAILURE.format(type(exc).__name__))
         finally:
             await db.dispose()
         if args.json:
@@ -78,6 +85,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     async def go() -> int:
         try:
             report = await replay(db, ids=None if args.all else list(args.ids), tenant=args.tenant)
+        except (SQLAlchemyError, OSError) as exc:
+            return fail(_DB_FAILURE.format(type(exc).__name__))
         finally:
             await db.dispose()
         print(f"re-queued {len(report.requeued)} push(es)" + _ids(report.requeued))

@@ -70,3 +70,11 @@ async def test_replay_all_and_usage_errors(
     assert code == 2
     code, out, _ = await _cli(monkeypatch, capsys, rig.db_url, "push", "replay", "424242")
     assert code == 1 and "424242" in out
+
+
+async def test_unmigrated_database_is_one_clear_line(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path}/empty.db"
+    code, _, err = await _cli(monkeypatch, capsys, url, "push", "dead")
+    assert code == 2 and "migrated" in err and "Traceback" not in err
