@@ -40,3 +40,6 @@ def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
     root.setLevel(level.upper())
     # Alembic narrates every migration context at INFO (readiness checks open one).
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # httpx logs every request URL at INFO: push urls and JWKS urls are not for the log stream.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
