@@ -165,9 +165,10 @@ async def _follow(receiver: PushReceiver, task_id: str, args: argparse.Namespace
                 if state == "TASK_STATE_COMPLETED":
                     return 0
                 if state in INTERRUPTED:
+                    port = "" if args.port == 8090 else f"--port {args.port} "
                     _say(
                         f"  answer with: looping-edge gateway-dev send --edge {args.edge} "
-                        f"--tenant {args.tenant} --task-id {task_id} '<answer>'"
+                        f"{port}--tenant {args.tenant} --task-id {task_id} '<answer>'"
                     )
                     return 0
                 return EXIT_FAILED
