@@ -29,7 +29,7 @@ async def _drive(ctx: Ctx, edge: Proc, identities: list[str]) -> TurnStats:
     driver = TurnDriver(edge.url(), ctx.gateway, receiver, AUDIENCE)
     try:
         # Warm-up (not measured): every identity's first turn, so leases and connections exist.
-        await driver.each_once(identities, concurrency=len(identities))
+        await driver.warm_up(identities)
         return await driver.loop_for(identities, ctx.profile.turn_seconds)
     finally:
         await driver.aclose()

@@ -30,7 +30,7 @@ async def _drive(ctx: Ctx, edge: Proc) -> tuple[int, int, int, int]:
     n = ctx.profile.memory_identities
     readings: dict[str, int] = {}
     try:
-        await driver.each_once([f"warm-{i}" for i in range(4)], concurrency=4)
+        await driver.warm_up([f"warm-{i}" for i in range(4)])
         await asyncio.sleep(1.0)
         readings["idle"] = edge.rss_bytes()
         half = [f"mem-{i}" for i in range(n // 2)]

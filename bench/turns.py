@@ -44,7 +44,7 @@ class TurnDriver:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def turn(self, identity: str, stats: TurnStats, push_timeout: float = 120.0) -> None:
+    async def turn(self, identity: str, stats: TurnStats, push_timeout: float = 30.0) -> None:
         self._n += 1
         token = self._gateway.mint(audience=self._audience, tenant=TENANT, identity=identity)
         body = wire.send_message(
@@ -112,6 +112,15 @@ class TurnDriver:
 
         await asyncio.gather(*(one(i) for i in identities))
         return stats
+
+    async def warm_up(self, identities: list[str]) -> None:
+        """One turn per identity; fail fast when no push arrives at all (delivery broken)."""
+        stats = await self.each_once(identities, concurrency=len(identities))
+        if stats.completed == 0:
+            raise RuntimeError(
+                f"no terminal push arrived for any of {stats.accepted} accepted warm-up turns "
+                "within 30 s: turns or push delivery are not running"
+            )
 
 
 def percentile(values: list[float], q: float) -> float:
