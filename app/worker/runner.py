@@ -331,6 +331,8 @@ class _TurnRun:
         self, status: str, *, result: str | None = None, error: str | None = None
     ) -> Verdict:
         if not await mailbox.settle(self.r.db, self.lease, self.turn.id, status, error=error):
+            # Fenced out: another worker holds the identity now and owns this turn.
+            log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             self.watch.lost = True
             return Verdict.STOP
         if result is not None:

@@ -40,11 +40,11 @@ async def send(
     }
     if task_id is not None:
         message["taskId"] = task_id
-    params: dict[str, Any] = {"message": message}
+    # Never block on the turn (A2A returnImmediately): the tests watch the database instead.
+    configuration: dict[str, Any] = {"returnImmediately": True}
     if push_url is not None:
-        params["configuration"] = {
-            "taskPushNotificationConfig": {"url": push_url, "token": "push-token"}
-        }
+        configuration["taskPushNotificationConfig"] = {"url": push_url, "token": "push-token"}
+    params: dict[str, Any] = {"message": message, "configuration": configuration}
     result = await edge.result("SendMessage", params, identity=identity(who), tenant=tenant)
     return str(result["task"]["id"])
 

@@ -1,0 +1,92 @@
+"""Worker processes for crash tests: ``looping-edge worker`` started with a test environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.security.keys import generate_private_jwk
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(ROOT / ".venv" / "bin" / "looping-edge")
+LOOPBACK_PUSH_ORIGIN = "http://127.0.0.1:9"  # discard port: nothing listens, refused at once
+
+
+def worker_env(database_url: str, **settings: object) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("EDGE_", "A2A_")) and k not in ("DATABASE_URL", "PUBLIC_URL")
+    }
+    env.update(
+        DATABASE_URL=database_url,
+        A2A_SIGNING_KEY=json.dumps(generate_private_jwk("worker-test")),
+        PUBLIC_URL="https://edge.test",
+        GATEWAY_ORIGINS=json.dumps(["https://gateway.test", LOOPBACK_PUSH_ORIGIN]),
+        EDGE_ALLOW_LOOPBACK_HTTP="true",
+        EDGE_LOG_JSON="true",
+        EDGE_LEASE_SECONDS="2",
+        EDGE_POLL_SECONDS="0.2",
+        EDGE_TURN_RETRY_BASE_SECONDS="0.1",
+    )
+    env.update({f"EDGE_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+@dataclass
+class WorkerProcess:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def logs(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def events(self) -> list[str]:
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                out.append(str(json.loads(line).get("msg")))
+            except (ValueError, AttributeError):
+                continue
+        return out
+
+    def check_alive(self) -> None:
+        """Fail fast (with the process's own words) if the worker exited on its own."""
+        if self.proc.poll() is not None and self.proc.returncode != -signal.SIGKILL:
+            raise AssertionError(f"worker exited {self.proc.returncode}: {self.logs()[-2000:]}")
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+
+@contextmanager
+def worker_process(
+    database_url: str, log_dir: Path, name: str, *args: str, **settings: object
+) -> Iterator[WorkerProcess]:
+    log = log_dir / f"{name}.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [CLI, "worker", *args],
+            env=worker_env(database_url, **settings),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=str(log_dir),
+        )
+    worker = WorkerProcess(proc, log)
+    try:
+        yield worker
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)  # a stopped process cannot handle SIGTERM
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
