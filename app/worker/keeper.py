@@ -15,6 +15,7 @@ hold every pooled connection cannot either. Each tick:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -47,6 +48,11 @@ class LeaseKeeper:
         self._extend_every = lease_seconds / 3
         self._tick = min(poll_seconds, self._extend_every)
         self._held: dict[Lease, Holding] = {}
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        """End ``run`` after the current tick (never in the middle of a database call)."""
+        self._stopping.set()
 
     def hold(self, lease: Lease) -> Holding:
         holding = Holding(lease)
@@ -59,8 +65,12 @@ class LeaseKeeper:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         next_extend = loop.time() + self._extend_every
-        while True:
-            await asyncio.sleep(max(0.0, min(self._tick, next_extend - loop.time())))
+        while not self._stopping.is_set():
+            delay = max(0.0, min(self._tick, next_extend - loop.time()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), delay)
+            if self._stopping.is_set():
+                return
             try:
                 if loop.time() >= next_extend:
                     next_extend = loop.time() + self._extend_every

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from collections.abc import Awaitable, Callable
+import random
 from typing import Any
 
 from app.db.engine import Database
@@ -40,6 +40,16 @@ log = logging.getLogger("looping.worker")
 
 RETENTION_INTERVAL_SECONDS = 3600.0
 _STOP_WAIT_SECONDS = 5.0
+
+
+async def _finish(task: asyncio.Task[None], wait: float) -> None:
+    """Let ``task`` end on its own for up to ``wait`` seconds, then cancel it."""
+    if not task.done() and wait > 0:
+        await asyncio.wait({task}, timeout=wait)
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
 
 
 class TurnWorker:
@@ -73,6 +83,8 @@ class TurnWorker:
         self._stopping = False
         self._drains: dict[asyncio.Task[None], Holding] = {}
         self._loops: list[asyncio.Task[None]] = []
+        self._claimer: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> int:
@@ -82,28 +94,21 @@ class TurnWorker:
         if self._sqlite_lock is not None:
             self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
         self._stopping = False
-        self._spawn_loop(self._claim_loop, "worker-claim")
-        self._spawn_loop(self._keeper.run, "worker-keeper")
-        self._spawn_loop(self._retention_loop, "worker-retention")
+        self._claimer = asyncio.create_task(self._claim_loop(), name="worker-claim")
+        self._heartbeat = asyncio.create_task(self._keeper.run(), name="worker-keeper")
+        self._loops.append(asyncio.create_task(self._retention_loop(), name="worker-retention"))
         if not self.db.is_sqlite:
             listener = TurnListener(self.db.url, self._wakeup.notify)
-            self._spawn_loop(listener.run, "worker-listen")
+            self._loops.append(asyncio.create_task(listener.run(), name="worker-listen"))
         log.info("worker.started", extra={"worker": self.owner})
-
-    def _spawn_loop(self, factory: Callable[[], Awaitable[None]], name: str) -> None:
-        async def guarded() -> None:
-            await factory()
-
-        self._loops.append(asyncio.create_task(guarded(), name=name))
 
     async def stop(self) -> None:
         self._stopping = True
         self._wakeup.notify()
-        claim_loop = self._loops[0] if self._loops else None
-        if claim_loop is not None:
-            claim_loop.cancel()
-            with contextlib.suppress(BaseException):
-                await claim_loop
+        # The claim loop and the keeper are asked to stop, not cancelled, so no database call
+        # is abandoned half-way (cancelling one leaves the driver with work for a dead loop).
+        if self._claimer is not None:
+            await _finish(self._claimer, _STOP_WAIT_SECONDS)
         if self._drains:
             await asyncio.wait(set(self._drains), timeout=self._grace)
         for holding in self._drains.values():
@@ -112,12 +117,14 @@ class TurnWorker:
         if self._drains:
             await asyncio.wait(set(self._drains), timeout=_STOP_WAIT_SECONDS)
         for task in list(self._drains):
-            task.cancel()
-        for task in [*self._drains, *self._loops]:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await _finish(task, 0)
+        self._keeper.stop()
+        if self._heartbeat is not None:
+            await _finish(self._heartbeat, _STOP_WAIT_SECONDS)
+        for task in self._loops:
+            await _finish(task, 0)
         self._loops.clear()
+        self._claimer = self._heartbeat = None
         if self._keeper_db is not self.db:
             await self._keeper_db.dispose()
         if self._sqlite_lock is not None:
@@ -208,8 +215,9 @@ class TurnWorker:
             return
         purge = module.purge_expired
         while True:
+            # Not at start: replicas restarting together would all purge at once.
+            await asyncio.sleep(RETENTION_INTERVAL_SECONDS * random.uniform(0.5, 1.0))
             try:
                 await purge(self.db, self.settings)
             except Exception as exc:
                 log.warning("worker.retention_failed", extra={"outcome": type(exc).__name__})
-            await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
