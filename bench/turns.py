@@ -53,15 +53,18 @@ class TurnDriver:
         sent = time.time()
         if not stats.first_send:
             stats.first_send = sent
-        response = await self._client.post(
-            self._url,
-            content=body,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "A2A-Version": "1.0",
-                "Content-Type": "application/json",
-            },
-        )
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "A2A-Version": "1.0",
+            "Content-Type": "application/json",
+        }
+        try:
+            response = await self._client.post(self._url, content=body, headers=headers)
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            # A keep-alive connection the server closed while idle (uvicorn's 5 s keep-alive
+            # timeout; turns wait for pushes): resend. SendMessage is idempotent on the
+            # messageId, so a resend never starts a second turn.
+            response = await self._client.post(self._url, content=body, headers=headers)
         accepted_at = time.time()
         doc = response.json()
         task_id = doc.get("result", {}).get("task", {}).get("id")
