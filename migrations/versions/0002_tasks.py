@@ -125,6 +125,14 @@ def upgrade() -> None:
     op.create_index(
         "ix_turns_mailbox", "turns", ["tenant", "identity", "status", "id"], unique=False
     )
+    op.create_index(
+        "ix_turns_unfinished",
+        "turns",
+        ["tenant", "identity", "id"],
+        unique=False,
+        postgresql_where=sa.text("status IN ('queued', 'running')"),
+        sqlite_where=sa.text("status IN ('queued', 'running')"),
+    )
 
     op.create_table(
         "actors",

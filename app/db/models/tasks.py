@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -73,6 +74,16 @@ class TurnRow(Base):
     __table_args__ = (
         UniqueConstraint("tenant", "identity", "message_id"),
         Index("ix_turns_mailbox", "tenant", "identity", "status", "id"),
+        # The worker's claim looks for identities with unfinished turns: a partial index keeps
+        # that lookup proportional to the work queued, not to every turn ever accepted.
+        Index(
+            "ix_turns_unfinished",
+            "tenant",
+            "identity",
+            "id",
+            postgresql_where=text("status IN ('queued', 'running')"),
+            sqlite_where=text("status IN ('queued', 'running')"),
+        ),
     )
 
     # Global sequence: drained in this order per identity.
