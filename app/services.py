@@ -66,7 +66,7 @@ def build_services(
     """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config."""
     settings.validate_for_serving()
     key = SigningKey.from_jwk_json(settings.signing_key_json())
-    database = db or Database(settings.database_url)
+    database = db or Database(settings.database_url, pool_size=settings.db_pool_size)
     metrics = Metrics()
     client = gateway_client or gateway_http_client(settings)
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL, validation_alias=AliasChoices("DATABASE_URL")
     )
+    # Connections kept open per process (PostgreSQL); opened on demand, so a large value costs
+    # nothing idle. Sized for the expected concurrency: beyond it, overflow connections are
+    # opened and closed per burst, which measured as 5-25 % of a GetTask's CPU (bench/README).
+    db_pool_size: int = Field(default=32, ge=1, le=1000)
 
     # --- wire --------------------------------------------------------------------------------
     rpc_path: str = "/a2a"

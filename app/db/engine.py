@@ -52,7 +52,12 @@ class Database:
         self.dialect = "sqlite" if parsed.drivername.startswith("sqlite") else "postgresql"
         kwargs: dict[str, Any] = {"echo": echo}
         if self.dialect == "postgresql":
-            kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False)
+            # Overflow connections are closed when returned, so every burst past pool_size
+            # pays a connect (and asyncpg's TLS attempt); keep the overflow a small margin
+            # and size pool_size to the concurrency instead (EDGE_DB_POOL_SIZE).
+            kwargs.update(
+                pool_size=pool_size, max_overflow=max(pool_size // 4, 1), pool_pre_ping=False
+            )
         else:
             kwargs.update(poolclass=NullPool) if parsed.database in (None, "", ":memory:") else None
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
