@@ -7,7 +7,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from app.agents.registry import AgentRegistry, default_registry
-from app.db.engine import Database
 from app.worker.runner import TurnRunner
 from app.worker.service import TurnWorker
 from app.worker.single import SqliteWorkerLock, sqlite_lock_path
@@ -45,8 +44,5 @@ def build_worker(
         wakeup=services.wakeup,
         owner=owner,
         concurrency=concurrency,
-        # Heartbeats get their own small pool on PostgreSQL: turns holding every pooled
-        # connection must not delay them past the lease.
-        keeper_db=None if db.is_sqlite else Database(db.url, pool_size=1),
         sqlite_lock=SqliteWorkerLock(lock_path) if lock_path is not None else None,
     )

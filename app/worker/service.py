@@ -62,7 +62,6 @@ class TurnWorker:
         wakeup: Wakeup,
         owner: str,
         concurrency: int | None = None,
-        keeper_db: Database | None = None,
         sqlite_lock: SqliteWorkerLock | None = None,
         drain_grace_seconds: float = 10.0,
     ) -> None:
@@ -72,9 +71,8 @@ class TurnWorker:
         self.owner = owner
         self.concurrency = concurrency or settings.worker_concurrency
         self._wakeup = wakeup
-        self._keeper_db = keeper_db or db
         self._keeper = LeaseKeeper(
-            self._keeper_db,
+            db.url,
             lease_seconds=settings.lease_seconds,
             poll_seconds=settings.poll_seconds,
         )
@@ -84,7 +82,6 @@ class TurnWorker:
         self._drains: dict[asyncio.Task[None], Holding] = {}
         self._loops: list[asyncio.Task[None]] = []
         self._claimer: asyncio.Task[None] | None = None
-        self._heartbeat: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> int:
@@ -95,7 +92,7 @@ class TurnWorker:
             self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
         self._stopping = False
         self._claimer = asyncio.create_task(self._claim_loop(), name="worker-claim")
-        self._heartbeat = asyncio.create_task(self._keeper.run(), name="worker-keeper")
+        self._keeper.start()
         self._loops.append(asyncio.create_task(self._retention_loop(), name="worker-retention"))
         if not self.db.is_sqlite:
             listener = TurnListener(self.db.url, self._wakeup.notify)
@@ -118,15 +115,11 @@ class TurnWorker:
             await asyncio.wait(set(self._drains), timeout=_STOP_WAIT_SECONDS)
         for task in list(self._drains):
             await _finish(task, 0)
-        self._keeper.stop()
-        if self._heartbeat is not None:
-            await _finish(self._heartbeat, _STOP_WAIT_SECONDS)
+        await self._keeper.stop()
         for task in self._loops:
             await _finish(task, 0)
         self._loops.clear()
-        self._claimer = self._heartbeat = None
-        if self._keeper_db is not self.db:
-            await self._keeper_db.dispose()
+        self._claimer = None
         if self._sqlite_lock is not None:
             self._sqlite_lock.release()
         log.info("worker.stopped", extra={"worker": self.owner})

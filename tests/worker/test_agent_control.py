@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from app.tasks import states
 from app.testing.edge import EdgeHarness, edge_harness
 from app.worker.runtime import build_worker
 from app.worker.wakeup import Wakeup
-from tests.worker.helpers import eventually, outbox, reached, send, settled_turn, turns
+from tests.worker.helpers import actor, eventually, outbox, reached, send, settled_turn, turns
 
 
 class Recording:
@@ -161,3 +162,49 @@ async def test_wakeup_coalesces_and_times_out() -> None:
     wakeup.notify()
     await asyncio.wait_for(waiter, 1)
     await wakeup.wait(0.01)  # timeout path
+
+
+class Hog:
+    """Busy for several lease periods, hogging the CPU between short awaits."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def factory(self, _config: Mapping[str, Any]) -> Hog:
+        return self
+
+    async def run(self, ctx: TurnContext) -> AgentResult:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.seconds
+        while loop.time() < end:
+            burst = time.monotonic() + 0.1
+            while time.monotonic() < burst:  # CPU-bound, no await
+                pass
+            await asyncio.sleep(0)
+        return AgentReply(text=f"hogged on attempt {ctx.attempt}")
+
+
+async def test_heartbeat_keeps_the_lease_through_a_long_busy_turn(db_url: str) -> None:
+    hog = Hog(seconds=3.5)
+    async with edge_harness(db_url, poll_seconds=0.1, lease_seconds=1.2) as edge:
+        await edge.add_tenant("demo", agent="hog")
+        registry = default_registry()
+        registry.register("hog", hog.factory)
+        first = build_worker(edge.services, owner="w1", agents=registry)
+        rival = build_worker(edge.services, owner="w2", agents=registry)
+        assert first is not None and rival is not None
+        await first.start()
+        task_id = await send(edge, "go", message_id="m1")
+        if not edge.services.db.is_sqlite:
+            await rival.start()  # a second worker ready to steal an expired lease
+        try:
+            db = edge.services.db
+            row = await eventually(lambda: reached(db, task_id, *states.TERMINAL))
+            assert row.status["message"]["parts"] == [{"text": "hogged on attempt 1"}]
+            (turn,) = await turns(db, task_id)
+            assert turn.attempts == 1
+            assert (await actor(db, "user-1")).fence == 1  # never taken over
+        finally:
+            if not edge.services.db.is_sqlite:
+                await rival.stop()
+            await first.stop()
