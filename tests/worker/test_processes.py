@@ -200,3 +200,30 @@ async def test_several_workers_on_sqlite_are_refused(sqlite_url: str, tmp_path: 
         assert second.returncode == 78
         assert b"several workers on SQLite are refused" in second.stderr
         assert first.proc.poll() is None  # the first one keeps running
+
+
+@pytest.mark.postgres
+async def test_sigterm_finishes_the_running_turn_and_starts_no_new_one(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async with edge_harness(pg_url) as edge:
+        await _harness_tenant(edge)
+        db = edge.services.db
+        with worker_process(pg_url, tmp_path, "graceful") as worker:
+            first = await send(
+                edge, "progress begin\nsleep 1.5\nreply first", message_id="m1", push_url=None
+            )
+            second = await send(edge, "reply second", message_id="m2", push_url=None)
+
+            async def begun() -> bool:
+                return status_text(await task_row(db, first)) == "begin"
+
+            await until(begun, worker)
+            worker.signal(signal.SIGTERM)
+            code = await asyncio.to_thread(worker.proc.wait, 30)
+        assert code == 0
+        row = await task_row(db, first)
+        assert (row.state, status_text(row)) == (states.COMPLETED, "first")
+        assert (await task_row(db, second)).state == states.SUBMITTED
+        (queued,) = await turns(db, second)
+        assert (queued.status, queued.attempts) == (states.TURN_QUEUED, 0)
