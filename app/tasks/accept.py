@@ -31,6 +31,7 @@ from app.db.models import ActorRow, TaskRow, TurnRow
 from app.errors import InvalidParams, TaskNotFound, UnsupportedOperation
 from app.security.caller import CallerScope
 from app.tasks import states
+from app.tasks.accept_pg import accept_new_pg
 from app.tasks.push_configs import store_push_config
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import append_history, insert_for, is_sqlite, load_task
@@ -75,6 +76,13 @@ class Acceptor:
         """``identity`` (the verified identity claim) travels in the turn payload for the
         agent; it is not part of the idempotency hash (the key already scopes by identity)."""
         turn = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
+        if request.task_id is None and not self._db.is_sqlite:
+            fast = await self._start_pg(scope, request, turn)
+            if fast is not None:
+                if self._wake is not None:
+                    self._wake()
+                return fast
+            # The key is taken: the ORM path below finds the twin and answers with its task.
         async with self._db.transaction() as session:
             if request.task_id is None:
                 accepted = await self._start(session, scope, request, turn)
@@ -90,6 +98,43 @@ class Acceptor:
         return accepted
 
     # --- the two kinds of accept --------------------------------------------------------------
+
+    async def _start_pg(
+        self, scope: CallerScope, request: SendRequest, turn: _TurnSpec
+    ) -> Accepted | None:
+        now = utcnow()
+        task_id = str(uuid.uuid4())
+        context_id = request.context_id or str(uuid.uuid4())
+        status = status_doc(states.SUBMITTED, now)
+        created = await accept_new_pg(
+            self._db,
+            scope,
+            request,
+            secrets=self._secrets,
+            key=_turn_key(request, turn),
+            task_id=task_id,
+            context_id=context_id,
+            payload=_turn_payload(request, task_id, turn),
+            status=status,
+            now=now,
+            channel=NOTIFY_CHANNEL,
+        )
+        if not created:
+            return None
+        task = TaskRow(
+            tenant=scope.tenant,
+            id=task_id,
+            identity=scope.identity,
+            context_id=context_id,
+            state=states.SUBMITTED,
+            status=status,
+            artifacts=[],
+            metadata_={},
+            created_at=now,
+            updated_at=now,
+            version=1,
+        )
+        return Accepted(task=task, created=True)
 
     async def _start(
         self, session: AsyncSession, scope: CallerScope, request: SendRequest, turn: _TurnSpec
@@ -184,13 +229,8 @@ class Acceptor:
         now: datetime,
         turn: _TurnSpec,
     ) -> bool:
-        key = request.message_id if turn.dedupe else f"{request.message_id}#{uuid.uuid4().hex}"
-        payload: dict[str, Any] = {
-            "message": {**request.message, "taskId": task_id},
-            "identity": turn.identity,
-        }
-        if request.accepted_output_modes:
-            payload["acceptedOutputModes"] = list(request.accepted_output_modes)
+        key = _turn_key(request, turn)
+        payload = _turn_payload(request, task_id, turn)
         stmt = (
             insert_for(session, TurnRow)
             .values(
@@ -258,6 +298,20 @@ class Acceptor:
             .values(tenant=scope.tenant, identity=scope.identity, fence=0, pending=0)
             .on_conflict_do_nothing(index_elements=["tenant", "identity"])
         )
+
+
+def _turn_key(request: SendRequest, turn: _TurnSpec) -> str:
+    return request.message_id if turn.dedupe else f"{request.message_id}#{uuid.uuid4().hex}"
+
+
+def _turn_payload(request: SendRequest, task_id: str, turn: _TurnSpec) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "message": {**request.message, "taskId": task_id},
+        "identity": turn.identity,
+    }
+    if request.accepted_output_modes:
+        payload["acceptedOutputModes"] = list(request.accepted_output_modes)
+    return payload
 
 
 def _rowcount(result: Any) -> int:

@@ -1,0 +1,112 @@
+"""PostgreSQL fast path of a new-task accept: the whole accept as ONE statement.
+
+Through the ORM a new turn was ~10 round trips (BEGIN, turn insert, task insert, ``max(seq)``
+read, history insert, push-config read and upsert, actor upsert, ``pg_notify``, COMMIT) and
+the accept benchmark was bound by them (bench/README, profile findings). Here the same rows
+are written by one statement of data-modifying CTEs, so the accept is still one transaction
+(a single statement is atomic) and costs one round trip; asyncpg keeps it prepared per
+connection. Hand-written SQL on the driver connection because the ORM's per-statement
+overhead was measured, not guessed; SQLite keeps the ORM path (``accept.py``), and both run
+the same accept tests.
+
+Idempotency is unchanged: every insert hangs off the turn insert's
+``ON CONFLICT (tenant, identity, message_id) DO NOTHING RETURNING``. No row back means a retry
+or a concurrent twin holds the key (Postgres waits for an in-flight twin to commit or roll
+back first); nothing else is written and the caller falls back to the ORM path, which reads
+the twin's task. The new task's first history message is ``seq = 1`` (the task id is fresh,
+so there is nothing to count), and its push config is a plain insert for the same reason.
+``pg_notify`` runs only when the turn row came back, and Postgres delivers it at commit.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from app.db.engine import Database
+from app.security.caller import CallerScope
+from app.tasks import states
+from app.tasks.push_secrets import PushSecrets
+from app.tasks.send_params import SendRequest
+
+_ACCEPT_NEW = """
+WITH turn AS (
+    INSERT INTO turns (tenant, identity, message_id, task_id, kind, status, attempts,
+                       not_before, content_hash, payload, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, $7, $8, $9, $9)
+    ON CONFLICT (tenant, identity, message_id) DO NOTHING
+    RETURNING id
+), task AS (
+    INSERT INTO tasks (tenant, id, identity, context_id, state, status, artifacts, metadata,
+                       created_at, updated_at, version)
+    SELECT $1, $4, $2, $10, $11, $12, '[]'::jsonb, '{}'::jsonb, $9, $9, 1 FROM turn
+), message AS (
+    INSERT INTO task_messages (tenant, task_id, seq, role, message)
+    SELECT $1, $4, 1, 'ROLE_USER', $13 FROM turn
+), push AS (
+    INSERT INTO push_configs (tenant, identity, task_id, id, url, token_enc, auth_scheme,
+                              auth_credentials_enc)
+    SELECT $1, $2, $4, $14, $15, $16, $17, $18 FROM turn WHERE $15::text IS NOT NULL
+), actor AS (
+    INSERT INTO actors (tenant, identity, fence, pending)
+    SELECT $1, $2, 0, 0 FROM turn
+    ON CONFLICT (tenant, identity) DO NOTHING
+)
+SELECT id, pg_notify($19, '') FROM turn
+"""
+
+
+def _doc(value: Any) -> str:
+    # SQLAlchemy's asyncpg jsonb codec on these connections takes JSON text.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+async def accept_new_pg(
+    db: Database,
+    scope: CallerScope,
+    request: SendRequest,
+    *,
+    secrets: PushSecrets,
+    key: str,
+    task_id: str,
+    context_id: str,
+    payload: dict[str, Any],
+    status: dict[str, Any],
+    now: datetime,
+    channel: str,
+) -> bool:
+    """Write turn, task, first message, push config and actor; False if the key was taken."""
+    push = request.push
+    message = {**request.message, "taskId": task_id, "contextId": context_id}
+    args = (
+        scope.tenant,
+        scope.identity,
+        key,
+        task_id,
+        states.TURN_START,
+        states.TURN_QUEUED,
+        request.content_hash,
+        _doc(payload),
+        now,
+        context_id,
+        states.SUBMITTED,
+        _doc(status),
+        _doc(message),
+        (push.id or str(uuid.uuid4())) if push is not None else None,
+        push.url if push is not None else None,
+        secrets.encrypt(push.token) if push is not None and push.token else None,
+        push.auth_scheme if push is not None else None,
+        (
+            secrets.encrypt(push.auth_credentials)
+            if push is not None and push.auth_credentials
+            else None
+        ),
+        channel,
+    )
+    async with db.engine.connect() as conn:
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None  # a checked-out connection always has one
+        row = await driver.fetchrow(_ACCEPT_NEW, *args)
+    return row is not None
