@@ -44,7 +44,6 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
     first_text,
-    text_of,
 )
 
 MAX_SLEEP_SECONDS = 3600.0
@@ -188,6 +187,3 @@ def _crash_limit(arg: str) -> int | None:
     if not arg:
         return 0
     return int(arg) if arg.isdigit() and int(arg) > 0 else None
-
-
-__all__ = ["ScriptCrash", "ScriptedAgent", "parse_script", "text_of"]

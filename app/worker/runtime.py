@@ -3,10 +3,10 @@ runs them alone (``app.runtime.attach_background`` calls ``build_worker``)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.agents.registry import AgentRegistry, default_registry
+from app.tasks.turn_writes import TurnWrites
 from app.worker.runner import TurnRunner
 from app.worker.service import TurnWorker
 from app.worker.single import SqliteWorkerLock, sqlite_lock_path
@@ -24,14 +24,10 @@ def build_worker(
 ) -> BackgroundService | None:
     settings = services.settings
     db = services.db
-    try:
-        writes_module: Any = importlib.import_module("app.tasks.turn_writes")
-    except ModuleNotFoundError:  # the guarded task writes are not built yet: no worker
-        return None
     runner = TurnRunner(
         db=db,
         settings=settings,
-        writes=writes_module.TurnWrites(db, settings),
+        writes=TurnWrites(db, settings),
         agents=agents or default_registry(),
         tenants=services.tenants,
         metrics=services.metrics,

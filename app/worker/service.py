@@ -6,7 +6,7 @@
   through PgBouncer and picks up retries whose backoff has passed).
 - Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
 - Lease keeper: heartbeats and cancel checks (``app.worker.keeper``).
-- Retention: ``app.tasks.retention.purge_expired`` every hour, when that module exists.
+- Retention: ``app.tasks.retention.purge_expired`` about every hour (CONTRACT §6).
 
 On start nothing special happens for recovery: unfinished turns are just rows in ``turns``
 whose leases are free or expired, and the claim loop picks them up like new ones.
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import random
-from typing import Any
 
 from app.db.engine import Database
 from app.settings import Settings
+from app.tasks.retention import purge_expired
 from app.tasks.states import TURN_DEAD
 from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
@@ -202,15 +201,10 @@ class TurnWorker:
     # --- retention --------------------------------------------------------------------------
 
     async def _retention_loop(self) -> None:
-        try:
-            module: Any = importlib.import_module("app.tasks.retention")
-        except ImportError:
-            return
-        purge = module.purge_expired
         while True:
             # Not at start: replicas restarting together would all purge at once.
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS * random.uniform(0.5, 1.0))
             try:
-                await purge(self.db, self.settings)
+                await purge_expired(self.db, self.settings)
             except Exception as exc:
                 log.warning("worker.retention_failed", extra={"outcome": type(exc).__name__})

@@ -227,3 +227,19 @@ async def test_sigterm_finishes_the_running_turn_and_starts_no_new_one(
         assert (await task_row(db, second)).state == states.SUBMITTED
         (queued,) = await turns(db, second)
         assert (queued.status, queued.attempts) == (states.TURN_QUEUED, 0)
+
+
+@pytest.mark.postgres
+async def test_listen_notify_wakes_an_idle_worker_before_its_poll(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async with edge_harness(pg_url) as edge:
+        await _harness_tenant(edge)
+        db = edge.services.db
+        # Polling once a minute: only NOTIFY (sent by accept at commit) wakes it within the wait.
+        with worker_process(pg_url, tmp_path, "listener", poll_seconds=60) as worker:
+            first = await send(edge, "reply one", message_id="m1", push_url=None)
+            await until(lambda: reached(db, first, states.COMPLETED), worker)
+            second = await send(edge, "reply two", message_id="m2", push_url=None)
+            row = await until(lambda: reached(db, second, states.COMPLETED), worker, timeout=30)
+            assert status_text(row) == "two"

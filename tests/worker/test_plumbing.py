@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConfigError
+from app.settings import load_settings
+from app.worker.listener import asyncpg_dsn
+from app.worker.runner import backoff_seconds
+from app.worker.single import SqliteWorkerLock, sqlite_lock_path
+
+
+def test_asyncpg_dsn_drops_the_driver_and_keeps_credentials() -> None:
+    url = "postgresql+asyncpg://edge:s3cret@db.internal:5433/looping?ssl=require"
+    assert asyncpg_dsn(url) == "postgresql://edge:s3cret@db.internal:5433/looping?ssl=require"
+
+
+def test_sqlite_lock_path_only_for_file_databases(tmp_path: Path) -> None:
+    assert sqlite_lock_path(f"sqlite+aiosqlite:///{tmp_path}/edge.db") == Path(
+        f"{tmp_path}/edge.db.worker-lock"
+    )
+    assert sqlite_lock_path("sqlite+aiosqlite:///:memory:") is None
+    assert sqlite_lock_path("postgresql+asyncpg://u@h/db") is None
+
+
+def test_sqlite_lock_is_exclusive_and_released(tmp_path: Path) -> None:
+    path = tmp_path / "edge.db.worker-lock"
+    first, second = SqliteWorkerLock(path), SqliteWorkerLock(path)
+    first.acquire()
+    with pytest.raises(ConfigError) as info:
+        second.acquire()
+    assert info.value.message.startswith("DATABASE_URL:")
+    first.release()
+    second.acquire()
+    second.release()
+
+
+def test_backoff_doubles_per_attempt_with_bounded_jitter() -> None:
+    settings = load_settings(turn_retry_base_seconds=2.0)
+    for attempt, base in ((1, 2.0), (2, 4.0), (3, 8.0)):
+        for _ in range(20):
+            assert 0.75 * base <= backoff_seconds(settings, attempt) <= 1.25 * base
