@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
 
-from app.http.routes import build_routes
+from app.http.routes import RpcEndpoint, build_routes
 from app.rpc.dispatch import RpcDispatcher
 from app.rpc.methods import build_method_table
 from app.services import EdgeServices
@@ -26,6 +28,26 @@ async def _not_found(_: Request, exc: Exception) -> Response:
     if status in (404, 405):
         return PlainTextResponse("not found", status_code=404)
     return PlainTextResponse("bad request", status_code=status)
+
+
+class EdgeApp(Starlette):
+    """Starlette, with ``POST <rpc_path>`` answered before the middleware stack and router."""
+
+    def __init__(self, *, rpc_path: str, rpc: RpcEndpoint, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._rpc_path = rpc_path
+        self._rpc = rpc
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == self._rpc_path
+            and scope["method"] == "POST"
+            and not scope.get("root_path")
+        ):
+            await self._rpc(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(services: EdgeServices) -> Starlette:
@@ -51,7 +73,9 @@ def create_app(services: EdgeServices) -> Starlette:
 
     # Plain Starlette, not FastAPI: the routes use no dependency injection, and FastAPI's
     # extra middleware (AsyncExitStackMiddleware) was measurable on every request (bench/README).
-    app = Starlette(
+    app = EdgeApp(
+        rpc_path=services.settings.rpc_path,
+        rpc=RpcEndpoint(dispatcher),
         lifespan=lifespan,
         exception_handlers={HTTPException: _not_found},
     )
