@@ -14,12 +14,25 @@ clock. SQLite is single-process: the process clock is the database clock there (
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, literal, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    tuple_,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from app.db.engine import Database
@@ -30,6 +43,22 @@ from app.tasks.fence import Fence, db_now
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
 
 UNFINISHED = (TURN_QUEUED, TURN_RUNNING)
+
+# A worker paused in the middle of a transaction (SIGSTOP, a frozen VM) would keep its row
+# locks: claims skip a locked actor (SKIP LOCKED) and the takeover would wait for the pause to
+# end. PostgreSQL ends a session idle inside a transaction after this long, releasing them.
+LOCK_IDLE_LIMIT_MS = 5000
+
+
+@asynccontextmanager
+async def locking_transaction(db: Database) -> AsyncIterator[AsyncSession]:
+    """``db.transaction()`` for statements that lock ``actors``/``turns`` rows."""
+    async with db.transaction() as session:
+        if not db.is_sqlite:
+            await session.execute(
+                text(f"SET LOCAL idle_in_transaction_session_timeout = {LOCK_IDLE_LIMIT_MS}")
+            )
+        yield session
 
 
 @dataclass(frozen=True)
@@ -104,7 +133,7 @@ async def claim(db: Database, *, owner: str, limit: int, lease_seconds: float) -
         .returning(ActorRow.tenant, ActorRow.identity, ActorRow.fence)
         .execution_options(synchronize_session=False)
     )
-    async with db.transaction() as s:
+    async with locking_transaction(db) as s:
         rows = (await s.execute(stmt)).all()
     return [
         Lease(CallerScope(tenant=t, identity=i), Fence(owner=owner, token=int(f)))
@@ -132,7 +161,7 @@ async def extend(db: Database, leases: Iterable[Lease], *, lease_seconds: float)
     if not wanted:
         return set()
     extended: set[Lease] = set()
-    async with db.transaction() as s:
+    async with locking_transaction(db) as s:
         for lease in wanted:
             result = await s.execute(
                 update(ActorRow)
@@ -147,7 +176,7 @@ async def extend(db: Database, leases: Iterable[Lease], *, lease_seconds: float)
 
 async def release(db: Database, lease: Lease) -> bool:
     """Give the identity back (only if still ours): the next claim may come from anyone."""
-    async with db.transaction() as s:
+    async with locking_transaction(db) as s:
         result = await s.execute(
             update(ActorRow)
             .where(_held(lease))

@@ -16,7 +16,7 @@ from app.db.engine import Database
 from app.db.models import TurnRow
 from app.tasks.fence import db_now, fence_holds
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
-from app.worker.lease import UNFINISHED, Lease, lease_deadline
+from app.worker.lease import UNFINISHED, Lease, lease_deadline, locking_transaction
 
 # last_error holds a category, never exception text (it may carry secrets or prompts).
 ERROR_TIMEOUT = "timeout"
@@ -91,7 +91,7 @@ async def _fenced_update(db: Database, lease: Lease, turn_id: int, **values: Any
         .values(updated_at=db_now(db.is_sqlite), **values)
         .execution_options(synchronize_session=False)
     )
-    async with db.transaction() as s:
+    async with locking_transaction(db) as s:
         result = await s.execute(stmt)
     return bool(getattr(result, "rowcount", 0))
 
