@@ -12,7 +12,6 @@ turns the ``RpcOutcome`` into a response.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -31,7 +30,7 @@ from app.errors import (
 )
 from app.rpc.context import MethodTable, RpcCall
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
-from app.rpc.responses import failure, success
+from app.rpc.responses import encode, failure, success_body
 from app.security.caller import CallerScope, VerifiedCaller
 from app.tenants.registry import TenantRecord
 
@@ -72,10 +71,6 @@ def _shown(value: str, limit: int = 64) -> str:
     return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
 
 
-def _json(doc: dict[str, Any]) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 class RpcDispatcher:
     def __init__(
         self,
@@ -103,7 +98,7 @@ class RpcDispatcher:
             request = parse_request(body)
             method = request.method if request.method in self._methods else "unknown"
             result = await self._call(caller, request, version)
-            outcome = RpcOutcome(200, _json(success(request.id, result)))
+            outcome = RpcOutcome(200, success_body(request.id, result))
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:
@@ -113,10 +108,10 @@ class RpcDispatcher:
             return _refusal(refusal)
         except EnvelopeError as exc:
             self._finished(method, exc.error.reason, started)
-            return RpcOutcome(200, _json(failure(exc.request_id, exc.error)))
+            return RpcOutcome(200, encode(failure(exc.request_id, exc.error)))
         except _CallFailed as exc:
             self._finished(method, exc.error.reason, started)
-            return RpcOutcome(200, _json(failure(exc.request_id, exc.error)))
+            return RpcOutcome(200, encode(failure(exc.request_id, exc.error)))
 
     async def _call(
         self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from app.errors import RpcError
@@ -11,8 +13,27 @@ ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 A2A_DOMAIN = "a2a-protocol.org"
 
 
+@dataclass(frozen=True, slots=True)
+class RawJson:
+    """A result that is already JSON text (built by the database): spliced into the response
+    as is, so a stored document is not decoded and re-encoded on every read."""
+
+    text: str
+
+
 def success(request_id: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def encode(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def success_body(request_id: RequestId, result: Any) -> bytes:
+    if isinstance(result, RawJson):
+        head = encode({"jsonrpc": "2.0", "id": request_id})
+        return head[:-1] + b',"result":' + result.text.encode() + b"}"
+    return encode(success(request_id, result))
 
 
 def failure(request_id: RequestId, error: RpcError) -> dict[str, Any]:

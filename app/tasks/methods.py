@@ -89,7 +89,7 @@ class TaskMethods:
     async def get_task(self, call: RpcCall) -> Any:
         request = parse_params(call.params, GetTaskRequest)
         history = request.history_length if request.HasField("history_length") else None
-        return await self._queries.get(call.scope, _required(request.id, "id"), history)
+        return await self._queries.get_wire(call.scope, _required(request.id, "id"), history)
 
     async def list_tasks(self, call: RpcCall) -> Any:
         request = parse_params(call.params, ListTasksRequest)

@@ -21,18 +21,27 @@ from sqlalchemy.sql import ColumnElement
 from app.db.engine import Database
 from app.db.models import TaskRow
 from app.errors import InvalidParams, TaskNotFound
+from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
 from app.tasks.repository import load_history, load_task
-from app.tasks.wire import as_utc, shown, stored_task_doc, task_doc
+from app.tasks.wire import as_utc, shown, task_doc
 
-# GetTask on PostgreSQL: the task row and the last $4 history messages (oldest first) in one
-# statement; the sub-select orders by the primary key (tenant, task_id, seq) backwards.
+# GetTask on PostgreSQL: the whole protobuf-JSON Task, built by the database as JSON text in
+# one statement (the task row plus the last $4 history messages, oldest first, the sub-select
+# walking the primary key (tenant, task_id, seq) backwards). Empty artifacts, history and
+# metadata are left out, as protobuf-JSON leaves them out (``task_doc`` on SQLite).
 _PG_GET_TASK = """
-SELECT t.id, t.context_id, t.status, t.artifacts, t.metadata,
-       (SELECT coalesce(jsonb_agg(h.message ORDER BY h.seq), '[]'::jsonb)
-          FROM (SELECT m.message, m.seq FROM task_messages m
-                 WHERE m.tenant = $1 AND m.task_id = $3
-                 ORDER BY m.seq DESC LIMIT $4) h) AS history
+SELECT (jsonb_build_object('id', t.id, 'contextId', t.context_id, 'status', t.status)
+        || CASE WHEN jsonb_array_length(t.artifacts) > 0
+                THEN jsonb_build_object('artifacts', t.artifacts) ELSE '{}'::jsonb END
+        || coalesce((SELECT jsonb_build_object('history', jsonb_agg(h.message ORDER BY h.seq))
+                       FROM (SELECT m.message, m.seq FROM task_messages m
+                              WHERE m.tenant = $1 AND m.task_id = $3
+                              ORDER BY m.seq DESC LIMIT $4) h
+                     HAVING count(*) > 0), '{}'::jsonb)
+        || CASE WHEN t.metadata <> '{}'::jsonb
+                THEN jsonb_build_object('metadata', t.metadata) ELSE '{}'::jsonb END
+       )::text
   FROM tasks t
  WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
 """
@@ -77,6 +86,16 @@ class TaskQueries:
         self, scope: CallerScope, task_id: str, history_length: int | None
     ) -> dict[str, Any]:
         """History: ``0`` → none, ``n`` → the last n, absent → at most the default."""
+        doc = await self.get_wire(scope, task_id, history_length)
+        if isinstance(doc, RawJson):
+            loaded: dict[str, Any] = json.loads(doc.text)
+            return loaded
+        return doc
+
+    async def get_wire(
+        self, scope: CallerScope, task_id: str, history_length: int | None
+    ) -> dict[str, Any] | RawJson:
+        """``get``, answered as JSON text when the database builds it (PostgreSQL)."""
         if history_length is not None and history_length < 0:
             raise InvalidParams("params.historyLength must not be negative")
         limit = self._default_history if history_length is None else history_length
@@ -91,28 +110,22 @@ class TaskQueries:
             history = await load_history(session, scope, task_id, limit)
         return task_doc(row, history=history)
 
-    async def _get_pg(self, scope: CallerScope, task_id: str, limit: int) -> dict[str, Any]:
+    async def _get_pg(self, scope: CallerScope, task_id: str, limit: int) -> RawJson:
         # Hand-written on the driver connection: through the ORM this read was 4 round trips
         # (BEGIN, task, history, COMMIT) and ~60 % of a verified GetTask's CPU (bench/README,
         # profile findings). One SELECT is its own snapshot, so no explicit transaction, and
         # asyncpg caches the prepared statement per connection. Same scope: tenant AND
-        # identity AND id, so another caller's task is simply not found.
+        # identity AND id, so another caller's task is simply not found. The document comes
+        # back as text and is spliced into the answer (no decode and re-encode per read).
         async with self._db.engine.connect() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
             assert driver is not None  # a checked-out connection always has one
-            record = await driver.fetchrow(
+            text = await driver.fetchval(
                 _PG_GET_TASK, scope.tenant, scope.identity, task_id, max(limit, 0)
             )
-        if record is None:
+        if text is None:
             raise TaskNotFound(f"task '{shown(task_id)}' not found")
-        return stored_task_doc(
-            task_id=record[0],
-            context_id=record[1],
-            status=record[2],
-            artifacts=record[3],
-            metadata=record[4],
-            history=record[5],
-        )
+        return RawJson(text)
 
     def _filters(self, scope: CallerScope, query: ListQuery) -> list[ColumnElement[bool]]:
         filters: list[ColumnElement[bool]] = [

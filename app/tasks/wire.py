@@ -150,27 +150,7 @@ def task_doc(
     include_artifacts: bool = True,
     include_metadata: bool = True,
 ) -> dict[str, Any]:
-    """One task row (plus the history slice the caller asked for) as a protobuf-JSON Task."""
-    return stored_task_doc(
-        task_id=row.id,
-        context_id=row.context_id,
-        status=row.status,
-        artifacts=row.artifacts if include_artifacts else None,
-        metadata=row.metadata_ if include_metadata else None,
-        history=history,
-    )
-
-
-def stored_task_doc(
-    *,
-    task_id: str,
-    context_id: str,
-    status: Mapping[str, Any],
-    artifacts: list[Any] | None,
-    metadata: Mapping[str, Any] | None,
-    history: list[dict[str, Any]] | None,
-) -> dict[str, Any]:
-    """The Task document from stored pieces, served as stored.
+    """One task row (plus the history slice the caller asked for) as a protobuf-JSON Task.
 
     Validated on write, not re-encoded on read: every stored piece is protobuf-JSON the edge
     produced itself (the user message through ``parse_send_message``, agent parts and
@@ -178,13 +158,13 @@ def stored_task_doc(
     ``a2a.types.Task`` round trip (it cost 7-11 % of a GetTask; bench/README). Empty
     repeated/map fields are left out, as protobuf-JSON leaves them out.
     """
-    doc: dict[str, Any] = {"id": task_id, "contextId": context_id, "status": dict(status)}
-    if artifacts:
-        doc["artifacts"] = list(artifacts)
+    doc: dict[str, Any] = {"id": row.id, "contextId": row.context_id, "status": dict(row.status)}
+    if include_artifacts and row.artifacts:
+        doc["artifacts"] = list(row.artifacts)
     if history:
         doc["history"] = history
-    if metadata:
-        doc["metadata"] = dict(metadata)
+    if include_metadata and row.metadata_:
+        doc["metadata"] = dict(row.metadata_)
     return doc
 
 

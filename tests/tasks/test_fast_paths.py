@@ -1,0 +1,83 @@
+"""The hand-written PostgreSQL read and accept paths answer and write exactly what the ORM
+paths do (on SQLite these tests run the ORM paths themselves, so both backends agree)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from app.db.models import ActorRow, PushConfigRow, TaskMessageRow, TaskRow, TurnRow
+from app.tasks.push_secrets import PushSecrets
+from app.tasks.repository import load_history, load_task
+from app.tasks.wire import task_doc
+from app.testing.edge import EdgeHarness
+from tests.tasks.conftest import PUSH_URL, SCOPE, send_params
+
+
+async def _orm_doc(edge: EdgeHarness, task_id: str, limit: int | None) -> dict[str, object]:
+    async with edge.services.db.transaction() as session:
+        row = await load_task(session, SCOPE, task_id)
+        assert row is not None
+        history = await load_history(session, SCOPE, task_id, limit)
+    return task_doc(row, history=history)
+
+
+async def test_get_task_matches_the_orm_document(edge: EdgeHarness):
+    task_id = (await edge.result("SendMessage", send_params("m-1", "héllo ✓")))["task"]["id"]
+    artifacts = [{"artifactId": "a-1", "parts": [{"text": "out"}, {"data": {"n": 1.5}}]}]
+    metadata = {"k": "v", "nested": {"list": [1, None, True]}}
+    async with edge.services.db.transaction() as session:
+        await session.execute(
+            update(TaskRow)
+            .where(TaskRow.tenant == SCOPE.tenant, TaskRow.id == task_id)
+            .values(artifacts=artifacts, metadata_=metadata)
+        )
+    for limit, params in ((50, {}), (0, {"historyLength": 0}), (1, {"historyLength": 1})):
+        got = await edge.result("GetTask", {"id": task_id, **params})
+        assert got == await _orm_doc(edge, task_id, limit)
+    full = await edge.result("GetTask", {"id": task_id})
+    assert full["artifacts"] == artifacts
+    assert full["metadata"] == metadata
+    assert full["history"][0]["parts"] == [{"text": "héllo ✓"}]
+    assert "history" not in await edge.result("GetTask", {"id": task_id, "historyLength": 0})
+
+
+async def test_get_task_leaves_out_empty_members(edge: EdgeHarness):
+    task_id = (await edge.result("SendMessage", send_params("m-1")))["task"]["id"]
+    got = await edge.result("GetTask", {"id": task_id, "historyLength": 0})
+    assert set(got) == {"id", "contextId", "status"}
+
+
+async def test_accept_writes_every_row_once(edge: EdgeHarness):
+    answer = await edge.result("SendMessage", send_params("m-1", context_id="ctx-1"))
+    task_id = answer["task"]["id"]
+    assert answer["task"]["contextId"] == "ctx-1"
+    assert answer["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    async with edge.services.db.transaction() as session:
+        task = (await session.execute(select(TaskRow))).scalar_one()
+        turn = (await session.execute(select(TurnRow))).scalar_one()
+        message = (await session.execute(select(TaskMessageRow))).scalar_one()
+        push = (await session.execute(select(PushConfigRow))).scalar_one()
+        actor = (await session.execute(select(ActorRow))).scalar_one()
+    assert (task.id, task.identity, task.context_id, task.version) == (
+        task_id,
+        SCOPE.identity,
+        "ctx-1",
+        1,
+    )
+    assert task.status == answer["task"]["status"]
+    assert (turn.task_id, turn.message_id, turn.status, turn.kind) == (
+        task_id,
+        "m-1",
+        "queued",
+        "start",
+    )
+    assert turn.payload["message"]["taskId"] == task_id
+    assert (message.seq, message.role) == (1, "ROLE_USER")
+    assert message.message["taskId"] == task_id and message.message["contextId"] == "ctx-1"
+    assert (push.task_id, push.identity, push.url) == (task_id, SCOPE.identity, PUSH_URL)
+    assert push.token_enc is not None and "notify-token" not in push.token_enc
+    secrets = PushSecrets.from_settings(edge.settings, edge.services.key)
+    assert secrets.decrypt(push.token_enc) == "notify-token"
+    assert (actor.identity, actor.fence, actor.pending) == (SCOPE.identity, 0, 0)
+    again = await edge.result("SendMessage", send_params("m-1", context_id="ctx-1"))
+    assert again["task"]["id"] == task_id
