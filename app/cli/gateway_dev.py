@@ -122,19 +122,27 @@ def _hint(reg_error: RegistrationError, origin: str) -> str:
     return text
 
 
-async def _send(args: argparse.Namespace) -> int:
+async def _open_gateway(
+    stack: contextlib.AsyncExitStack, args: argparse.Namespace, *, strict: bool
+) -> tuple[GatewayState, GatewayKit, PushReceiver]:
+    """Our key (from the state dir) and our receiver on the loopback port (JWKS + pushes)."""
     state = GatewayState(args.state_dir)
     me = state.identity()
     kit = GatewayKit(kid=me.kid, key=me.key)
+    receiver = await stack.enter_async_context(
+        push_receiver(kit=kit, host=args.host, port=args.port)
+    )
+    _known_endpoints(receiver, state, strict=strict)
+    return state, kit, receiver
+
+
+async def _send(args: argparse.Namespace) -> int:
     identity = {"key": args.identity, "name": args.identity, "kind": "user"}
     async with contextlib.AsyncExitStack() as stack:
         try:
-            receiver = await stack.enter_async_context(
-                push_receiver(kit=kit, host=args.host, port=args.port)
-            )
+            state, kit, receiver = await _open_gateway(stack, args, strict=True)
         except OSError as exc:
             return _listen_error(args, exc)
-        _known_endpoints(receiver, state, strict=True)
         client = await stack.enter_async_context(http_client())
         try:
             reg = await register_with_edge(
@@ -178,17 +186,11 @@ async def _follow(receiver: PushReceiver, task_id: str, args: argparse.Namespace
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    state = GatewayState(args.state_dir)
-    me = state.identity()
-    kit = GatewayKit(kid=me.kid, key=me.key)
     async with contextlib.AsyncExitStack() as stack:
         try:
-            receiver = await stack.enter_async_context(
-                push_receiver(kit=kit, host=args.host, port=args.port)
-            )
+            state, kit, receiver = await _open_gateway(stack, args, strict=False)
         except OSError as exc:
             return _listen_error(args, exc)
-        _known_endpoints(receiver, state, strict=False)
         async with http_client() as client:
             try:
                 reg = await register_with_edge(
