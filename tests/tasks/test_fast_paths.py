@@ -81,3 +81,14 @@ async def test_accept_writes_every_row_once(edge: EdgeHarness):
     assert (actor.identity, actor.fence, actor.pending) == (SCOPE.identity, 0, 0)
     again = await edge.result("SendMessage", send_params("m-1", context_id="ctx-1"))
     assert again["task"]["id"] == task_id
+
+
+async def test_get_task_params_outside_the_plain_shape_still_parse(edge: EdgeHarness):
+    task_id = (await edge.result("SendMessage", send_params("m-1")))["task"]["id"]
+    # protobuf-JSON accepts an int64/int32 as a string and the proto field name.
+    for params in ({"historyLength": "0"}, {"history_length": 0}, {"historyLength": 0.0}):
+        got = await edge.result("GetTask", {"id": task_id, **params})
+        assert "history" not in got, params
+    for bad in ({"historyLength": "x"}, {"historyLength": True}, {"id": 5}, {"id": ""}):
+        response = await edge.rpc("GetTask", {"id": task_id, **bad})
+        assert response.json()["error"]["code"] == -32602, bad
