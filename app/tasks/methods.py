@@ -119,9 +119,13 @@ class TaskMethods:
 
     async def list_tasks(self, call: RpcCall) -> Any:
         request = parse_params(call.params, ListTasksRequest)
+        # TaskState is an open enum: protobuf parsing lets any int32 through, and an unknown
+        # number is the client's mistake (-32602), never an internal fault (-32603 is retried).
+        if request.status not in TaskState.values():
+            raise InvalidParams("params.status is not a TaskState value")
         query = ListQuery(
             context_id=request.context_id or None,
-            state=TaskState.Name(request.status) if request.status else None,
+            state=_state_name(request.status),
             status_after=(
                 request.status_timestamp_after.ToDatetime(tzinfo=UTC)
                 if request.HasField("status_timestamp_after")
@@ -168,3 +172,14 @@ class TaskMethods:
 
 def build_task_methods(services: EdgeServices) -> MethodTable:
     return TaskMethods(services).table()
+
+
+def _state_name(value: int) -> str | None:
+    """The ``status`` filter: protobuf enums are open, so a number outside ``TaskState`` parses
+    and must be refused here as the caller's mistake (-32602), not an internal fault."""
+    if not value:
+        return None
+    try:
+        return str(TaskState.Name(value))
+    except ValueError:
+        raise InvalidParams("status is not a TaskState value", reason="bad_status") from None
