@@ -235,11 +235,6 @@ def test_case_27_invalid_tenant_ids_are_refused_by_the_id_rule(tenant_id: str) -
         validate_tenant_id(tenant_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TenantStore.add stores ids CONTRACT §8 refuses: only the CLI validates them, so "
-    "an admin API or the test harness built on the store can register '' (finding, not wired)",
-)
 async def test_case_27_the_registry_itself_refuses_invalid_tenant_ids(db_url: str) -> None:
     async with edge_harness(db_url) as edge:
         for tenant_id in BAD_TENANT_IDS:

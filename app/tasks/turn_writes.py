@@ -150,6 +150,7 @@ class TurnWrites:
             key=key,
             text=outcome.text,
             parts=outcome.parts,
+            required=True,
         )
         status = status_doc(outcome.state, now, message)
         artifacts = list(row.artifacts or []) + normalise(outcome.artifacts, Artifact, "artifact")

@@ -127,13 +127,21 @@ def agent_message(
     key: str,
     text: str | None = None,
     parts: Iterable[Mapping[str, Any]] = (),
+    required: bool = False,
 ) -> dict[str, Any] | None:
-    """The agent's message; its id ``<taskId>:<key>`` is stable across retries (CONTRACT §7)."""
+    """The agent's message; its id ``<taskId>:<key>`` is stable across retries (CONTRACT §7).
+
+    ``required``: terminal and interrupted outcomes always carry a message, even when the agent
+    said nothing, because the push that tells the gateway the turn ended is identified by its
+    message id (an empty text part then stands for "no words").
+    """
     all_parts = normalise(parts, Part, "part")
     if text is not None and text != "":
         all_parts.insert(0, {"text": text})
     if not all_parts:
-        return None
+        if not required:
+            return None
+        all_parts = [{"text": ""}]
     return {
         "messageId": f"{task_id}:{key}",
         "contextId": context_id,

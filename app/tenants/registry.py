@@ -18,6 +18,7 @@ from sqlalchemy import delete, select, update
 
 from app.db.engine import Database
 from app.db.models import TenantRow
+from app.tenants.manifest import TenantManifest, validate_tenant_id
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class TenantStore:
             return TenantRecord.from_row(row) if row else None
 
     async def add(self, record: TenantRecord) -> TenantRecord:
+        """Register a tenant; the id and manifest are checked here, not only by the
+        CLI, so every path into the registry obeys CONTRACT §8 (``ValueError`` otherwise)."""
+        _check_definition(record.id, record.manifest)
         async with self._db.transaction() as s:
             if await s.get(TenantRow, record.id) is not None:
                 raise TenantExists(record.id)
@@ -98,6 +102,9 @@ class TenantStore:
         unknown = set(changes) - allowed
         if unknown:
             raise ValueError(f"cannot update {sorted(unknown)}")
+        if changes.get("manifest") is not None:
+            TenantManifest.from_data(dict(changes["manifest"]))
+
         async with self._db.transaction() as s:
             values: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
             values["revision"] = TenantRow.revision + 1
@@ -120,6 +127,13 @@ class TenantStore:
         if found is None:
             raise TenantMissing(tenant_id)
         return found
+
+
+def _check_definition(tenant_id: str, manifest: Mapping[str, Any]) -> None:
+    # The agent kind is checked against the worker's agent registry by whoever builds it (the
+    # CLI knows the built-in kinds; embedders may register their own).
+    validate_tenant_id(tenant_id)
+    TenantManifest.from_data(dict(manifest))
 
 
 def _utcnow() -> datetime:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from sqlalchemy import select
 
 from app.db.models import PushOutboxRow
@@ -17,12 +16,6 @@ from app.testing.push_receiver import CallbackExpectation, push_receiver
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01, "push_retry_base_seconds": 0.01}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a terminal outcome with no text and no parts (echo of a data-only message, "
-    "AgentReply(text='')) is stored without status.message, so its final push has no "
-    "'<taskId>:final' message id and is dead-lettered: the gateway never hears the task ended",
-)
 async def test_a_reply_without_text_still_reaches_the_gateway(db_url: str) -> None:
     kit = GatewayKit()
     async with push_receiver() as rx:

@@ -22,12 +22,6 @@ async def test_known_statuses_are_accepted(edge: EdgeHarness, status: object) ->
     assert result["tasks"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a numeric status that is not a TaskState value (-1, 12, 99) passes protobuf "
-    "parsing (open enum) and TaskState.Name raises in app/tasks/methods.py list_tasks: the "
-    "answer is -32603, which the gateway retries, instead of -32602",
-)
 @pytest.mark.parametrize("status", [-1, 12, 99, -(2**31)])
 async def test_numeric_status_outside_the_enum_is_invalid_params(
     edge: EdgeHarness, status: int
