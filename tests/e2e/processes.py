@@ -7,8 +7,6 @@ JWKS are served by the test's own event loop), so waits poll with ``asyncio.slee
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import socket
 import subprocess
@@ -21,8 +19,8 @@ from typing import TypeVar
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "looping-edge")
+from tests.child_env import CLI, child_env
+
 T = TypeVar("T")
 
 
@@ -40,28 +38,22 @@ def edge_env(
     origins: list[str],
     **knobs: object,
 ) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("EDGE_", "A2A_"))
-        and k not in ("DATABASE_URL", "PUBLIC_URL", "GATEWAY_ORIGINS")
+    fast: dict[str, object] = {
+        "poll_seconds": 0.2,
+        "lease_seconds": 2,
+        "turn_retry_base_seconds": 0.1,
+        "push_retry_base_seconds": 0.2,
+        "push_retry_max_seconds": 0.5,
+        "push_timeout_seconds": 1,
+        **knobs,
     }
-    env.update(
-        DATABASE_URL=database_url,
-        A2A_SIGNING_KEY=json.dumps(signing_jwk),
-        PUBLIC_URL=f"http://127.0.0.1:{port}",
-        GATEWAY_ORIGINS=json.dumps(origins),
-        EDGE_ALLOW_LOOPBACK_HTTP="true",
-        EDGE_LOG_JSON="true",
-        EDGE_POLL_SECONDS="0.2",
-        EDGE_LEASE_SECONDS="2",
-        EDGE_TURN_RETRY_BASE_SECONDS="0.1",
-        EDGE_PUSH_RETRY_BASE_SECONDS="0.2",
-        EDGE_PUSH_RETRY_MAX_SECONDS="0.5",
-        EDGE_PUSH_TIMEOUT_SECONDS="1",
+    return child_env(
+        database_url,
+        signing_jwk=signing_jwk,
+        public_url=f"http://127.0.0.1:{port}",
+        origins=origins,
+        **fast,
     )
-    env.update({f"EDGE_{k.upper()}": str(v) for k, v in knobs.items()})
-    return env
 
 
 @dataclass

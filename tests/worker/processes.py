@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -12,31 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.security.keys import generate_private_jwk
+from tests.child_env import CLI, child_env
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = str(ROOT / ".venv" / "bin" / "looping-edge")
 LOOPBACK_PUSH_ORIGIN = "http://127.0.0.1:9"  # discard port: nothing listens, refused at once
 
 
 def worker_env(database_url: str, **settings: object) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("EDGE_", "A2A_")) and k not in ("DATABASE_URL", "PUBLIC_URL")
+    knobs: dict[str, object] = {
+        "lease_seconds": 2,
+        "poll_seconds": 0.2,
+        "turn_retry_base_seconds": 0.1,
+        **settings,
     }
-    env.update(
-        DATABASE_URL=database_url,
-        A2A_SIGNING_KEY=json.dumps(generate_private_jwk("worker-test")),
-        PUBLIC_URL="https://edge.test",
-        GATEWAY_ORIGINS=json.dumps(["https://gateway.test", LOOPBACK_PUSH_ORIGIN]),
-        EDGE_ALLOW_LOOPBACK_HTTP="true",
-        EDGE_LOG_JSON="true",
-        EDGE_LEASE_SECONDS="2",
-        EDGE_POLL_SECONDS="0.2",
-        EDGE_TURN_RETRY_BASE_SECONDS="0.1",
+    return child_env(
+        database_url,
+        signing_jwk=generate_private_jwk("worker-test"),
+        public_url="https://edge.test",
+        origins=["https://gateway.test", LOOPBACK_PUSH_ORIGIN],
+        **knobs,
     )
-    env.update({f"EDGE_{k.upper()}": str(v) for k, v in settings.items()})
-    return env
 
 
 @dataclass
