@@ -36,10 +36,12 @@ class RpcEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization: str | None = None
+        duplicate_authorization = False
         version: str | None = None
         declared: str | None = None
         for name, value in scope["headers"]:
             if name == b"authorization":
+                duplicate_authorization = authorization is not None
                 authorization = value.decode("latin-1")
             elif name == b"a2a-version":
                 version = value.decode("latin-1")
@@ -64,7 +66,10 @@ class RpcEndpoint:
                     return b"".join(chunks)
 
         outcome = await self._dispatcher.handle(
-            authorization=authorization, version=version, read_body=read
+            authorization=authorization,
+            version=version,
+            read_body=read,
+            duplicate_authorization=duplicate_authorization,
         )
         headers = [
             (b"content-type", outcome.media_type.encode("latin-1")),
@@ -95,8 +100,9 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
         doc = services.cards.stub_card(await services.tenants.enabled_ids())
         headers = {"Cache-Control": card_cache_control, "ETag": doc.etag}
         if_none_match = request.headers.get("if-none-match", "")
-        # RFC 9110 §13.1.2: a list of entity tags, or "*".
-        tags = {t.strip() for t in if_none_match.split(",")}
+        # RFC 9110 §13.1.2: a list of entity tags, or "*", compared weakly (a W/ prefix on
+        # the client's copy of our strong tag still matches).
+        tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
         if doc.etag in tags or "*" in tags:
             return Response(status_code=304, headers=headers)
         return Response(doc.body, media_type="application/json", headers=headers)

@@ -88,11 +88,21 @@ class RpcDispatcher:
         self._observer = observer
 
     async def handle(
-        self, *, authorization: str | None, version: str | None, read_body: BodyReader
+        self,
+        *,
+        authorization: str | None,
+        version: str | None,
+        read_body: BodyReader,
+        duplicate_authorization: bool = False,
     ) -> RpcOutcome:
         started = time.perf_counter()
         method = "-"
         try:
+            if duplicate_authorization:
+                # Two credentials are ambiguous (which one did a proxy add?): refuse both.
+                raise Unauthorized(
+                    "more than one Authorization header", reason="duplicate_authorization"
+                )
             caller = await self._verifier.verify(authorization)
             body = await read_body(self._max_body)
             request = parse_request(body)

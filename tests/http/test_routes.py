@@ -155,3 +155,28 @@ async def test_stub_card_lists_tenants_changed_without_restart(edge: EdgeHarness
     second = await edge.client.get("/.well-known/agent-card.json")
     assert first.headers["etag"] != second.headers["etag"]
     assert "second" in second.json()["description"]
+
+
+async def test_weak_if_none_match_on_our_tag_is_304(edge: EdgeHarness) -> None:
+    etag = (await edge.client.get("/.well-known/agent-card.json")).headers["etag"]
+    r = await edge.client.get(
+        "/.well-known/agent-card.json", headers={"If-None-Match": f'"x", W/{etag}'}
+    )
+    assert r.status_code == 304
+
+
+async def test_two_authorization_headers_are_refused(edge: EdgeHarness) -> None:
+    token = edge.token()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{"tenant":"demo"}}'
+    headers = [
+        ("Authorization", f"Bearer {token}"),
+        ("Authorization", f"Bearer {token}"),
+        ("A2A-Version", "1.0"),
+        ("Content-Type", "application/json"),
+    ]
+    r = await edge.client.post("/a2a", content=body, headers=headers)
+    assert r.status_code == 401
+    assert "more than one Authorization header" in r.text
+    assert token not in r.text
+    single = await edge.client.post("/a2a", content=body, headers=headers[1:])
+    assert single.status_code == 200 and "result" in single.json()
