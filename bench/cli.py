@@ -1,4 +1,10 @@
-"""``bench/run``: run the benchmarks, print the table, write ``results/latest.{json,md}``."""
+"""``bench/run``: run the benchmarks, print the table, write ``results/latest.{json,md}``.
+
+Only a full run of every benchmark writes ``bench/results/latest*`` (the committed figures);
+``--quick`` and ``--only`` runs write ``bench/results/partial*`` (ignored by git) unless
+``--out`` names a directory (then ``latest*`` there) or ``--merge`` folds a full-length
+``--only`` run into the committed ``latest*`` (the other benchmarks' rows stay as they were).
+"""
 
 from __future__ import annotations
 
@@ -34,7 +40,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench/run", description=__doc__)
     p.add_argument("--quick", action="store_true", help="every benchmark briefly (< 1 minute)")
     p.add_argument("--only", default="", help="comma-separated benchmark numbers, e.g. 1,2")
-    p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json/.md are written")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="directory for latest.json/.md (default: bench/results; partial runs write "
+        "partial.json/.md there instead)",
+    )
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --only (full length): replace those benchmarks' rows in the committed latest*",
+    )
     p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--keep", action="store_true", help="keep the databases and the scratch dir")
     return p.parse_args(argv)
@@ -48,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/run: unknown benchmark(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
     profile = QUICK if args.quick else FULL
+    partial = args.quick or len(selected) < len(BENCHMARKS)
+    if args.merge and (args.quick or not partial):
+        print("bench/run: --merge needs --only and the full length", file=sys.stderr)
+        return 2
     tool = ensure_wrk(args.loadgen)
     tool_label = (
         "wrk (Debian package), Lua script bench/lua/pool.lua"
@@ -93,9 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report.table()}\n")
     for note in report.notes:
         print(f"note: {note}")
-    report.write(args.out)
+    out_dir = args.out or RESULTS
+    stem = "partial" if partial and args.out is None else "latest"
+    report.write(out_dir, stem)
     print(
         f"bench: {len(report.rows)} rows in {time.monotonic() - began:.0f}s "
-        f"-> {args.out}/latest.json"
+        f"-> {out_dir}/{stem}.json"
     )
+    if args.merge:
+        if failed:
+            print("bench: not merged (a benchmark failed)", file=sys.stderr)
+            return 1
+        merged = report.merged_into(out_dir, selected)
+        merged.write(out_dir)
+        print(f"bench: merged benchmark {', '.join(selected)} into {out_dir}/latest.json")
     return 1 if failed else 0

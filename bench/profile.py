@@ -33,7 +33,9 @@ def summarize(collapsed: Path, top: int = 40) -> str:
     total = 0
     for line in collapsed.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
-        if not stack:
+        # A frame name may itself end in a space-separated word (e.g. "... bind)"): a line
+        # whose last field is not a sample count is not a stack line; skip it.
+        if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
         total += count

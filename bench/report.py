@@ -112,7 +112,8 @@ class Report:
             f"Profile `{self.profile}`, load generator: {self.loadgen}. "
             f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
             f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}, Python {m.get('python', '?')}, "
-            f"PostgreSQL {m.get('postgres', '?')}; run {m.get('date', '?')}.",
+            f"PostgreSQL {m.get('postgres', '?')}; run {m.get('date', '?')}"
+            + (f"; {m['rerun']}." if m.get("rerun") else "."),
             "",
             "| benchmark | metric | value | baseline | ratio | goal |",
             "|---|---|---:|---|---:|---:|",
@@ -130,14 +131,41 @@ class Report:
             out.extend(f"- {n}" for n in self.notes)
         return "\n".join(out) + "\n"
 
-    def write(self, out_dir: Path) -> None:
+    def write(self, out_dir: Path, stem: str = "latest") -> None:
+        """``<stem>.json`` (the rows), ``<stem>.md`` and ``<stem>-meta.json`` in ``out_dir``."""
         out_dir.mkdir(parents=True, exist_ok=True)
         rows = [asdict(r) for r in self.rows]
-        (out_dir / "latest.json").write_text(json.dumps(rows, indent=1) + "\n")
-        (out_dir / "latest.md").write_text(self.markdown())
+        (out_dir / f"{stem}.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (out_dir / f"{stem}.md").write_text(self.markdown())
         meta = {"profile": self.profile, "loadgen": self.loadgen, "machine": self.machine}
         meta["notes"] = self.notes
-        (out_dir / "latest-meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        (out_dir / f"{stem}-meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+    def merged_into(self, out_dir: Path, rerun: list[str], stem: str = "latest") -> Report:
+        """The committed full run in ``out_dir`` with the rows and notes of the benchmarks in
+        ``rerun`` replaced by this run's (same profile and load generator required: a quick
+        row must never land in the full table). Rows stay in benchmark order."""
+        meta = json.loads((out_dir / f"{stem}-meta.json").read_text())
+        if meta.get("profile") != self.profile or meta.get("loadgen") != self.loadgen:
+            raise ValueError(
+                f"cannot merge a {self.profile!r} run into the committed {meta.get('profile')!r} "
+                "run (or the load generators differ)"
+            )
+        old_rows = [Row(**r) for r in json.loads((out_dir / f"{stem}.json").read_text())]
+
+        def number(text: str) -> str:
+            return text.split(" ", 1)[0]
+
+        kept = [r for r in old_rows if number(r.benchmark) not in rerun]
+        rows = sorted(kept + self.rows, key=lambda r: int(number(r.benchmark) or 0))
+        kept_notes = [n for n in meta.get("notes", []) if number(n) not in rerun]
+        notes = sorted(kept_notes + self.notes, key=lambda n: number(n))
+        machine = dict(meta.get("machine", {}))
+        machine["rerun"] = (
+            f"benchmark {', '.join(rerun)} re-run {self.machine.get('date', '?')} "
+            "(same machine, same profile)"
+        )
+        return Report(self.profile, self.loadgen, machine, rows, notes)
 
 
 def format_row(r: Row) -> str:
