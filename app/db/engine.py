@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import NullPool
 
+from app.db.read_pool import ReadPool
 from app.errors import ConfigError
 
 _SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
@@ -64,6 +65,25 @@ class Database:
         if self.dialect == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Hot single-statement reads (GetTask) bypass the SQLAlchemy pool (app/db/read_pool.py);
+        # half the pool size, so both pools together stay near EDGE_DB_POOL_SIZE connections.
+        self.read_pool: ReadPool | None = (
+            ReadPool(self._driver_connect_args(), size=max(2, pool_size // 2))
+            if self.dialect == "postgresql"
+            else None
+        )
+
+    def _driver_connect_args(self) -> dict[str, Any]:
+        """asyncpg.connect() arguments for the same URL, as SQLAlchemy's dialect builds them."""
+        _, opts = self.engine.dialect.create_connect_args(self.engine.url)
+        kwargs = dict(opts)
+        # Options the SQLAlchemy adapter consumes itself rather than passing to asyncpg.
+        kwargs.pop("async_creator_fn", None)
+        kwargs.pop("prepared_statement_name_func", None)
+        cache = kwargs.pop("prepared_statement_cache_size", None)
+        if cache is not None:
+            kwargs["statement_cache_size"] = cache
+        return kwargs
 
     @property
     def is_sqlite(self) -> bool:
@@ -76,4 +96,6 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
+        if self.read_pool is not None:
+            await self.read_pool.close()
         await self.engine.dispose()

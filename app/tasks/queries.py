@@ -111,18 +111,18 @@ class TaskQueries:
         return task_doc(row, history=history)
 
     async def _get_pg(self, scope: CallerScope, task_id: str, limit: int) -> RawJson:
-        # Hand-written on the driver connection: through the ORM this read was 4 round trips
-        # (BEGIN, task, history, COMMIT) and ~60 % of a verified GetTask's CPU (bench/README,
-        # profile findings). One SELECT is its own snapshot, so no explicit transaction, and
-        # asyncpg caches the prepared statement per connection. Same scope: tenant AND
-        # identity AND id, so another caller's task is simply not found. The document comes
-        # back as text and is spliced into the answer (no decode and re-encode per read).
-        async with self._db.engine.connect() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
-            assert driver is not None  # a checked-out connection always has one
-            text = await driver.fetchval(
-                _PG_GET_TASK, scope.tenant, scope.identity, task_id, max(limit, 0)
-            )
+        # Hand-written on a raw driver connection: through the ORM this read was 4 round trips
+        # (BEGIN, task, history, COMMIT) and ~60 % of a verified GetTask's CPU, and a checkout
+        # from the SQLAlchemy pool alone costs more CPU than the statement (bench/README,
+        # app/db/read_pool.py). One SELECT is its own snapshot, so no explicit transaction;
+        # asyncpg prepares it once per connection. Same scope: tenant AND identity AND id, so
+        # another caller's task is simply not found. The document comes back as text and is
+        # spliced into the answer (no decode and re-encode per read).
+        pool = self._db.read_pool
+        assert pool is not None  # PostgreSQL always has one
+        text = await pool.fetchval(
+            _PG_GET_TASK, scope.tenant, scope.identity, task_id, max(limit, 0)
+        )
         if text is None:
             raise TaskNotFound(f"task '{shown(task_id)}' not found")
         return RawJson(text)
