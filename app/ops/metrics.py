@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -45,11 +47,21 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
+        # labels() takes a lock and builds a key on every call; the hot path reuses the child
+        # objects instead (label values come from bounded sets: method names, error reasons).
+        self._rpc_counts: dict[tuple[str, str], Any] = {}
+        self._rpc_timers: dict[str, Any] = {}
 
     # RpcObserver role (app.rpc.dispatch)
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None:
-        self.rpc_requests.labels(method, outcome).inc()
-        self.rpc_seconds.labels(method).observe(seconds)
+        count = self._rpc_counts.get((method, outcome))
+        if count is None:
+            count = self._rpc_counts[method, outcome] = self.rpc_requests.labels(method, outcome)
+        timer = self._rpc_timers.get(method)
+        if timer is None:
+            timer = self._rpc_timers[method] = self.rpc_seconds.labels(method)
+        count.inc()
+        timer.observe(seconds)
 
     def token_refused(self, reason: str) -> None:
         self.token_refusals.labels(reason).inc()
