@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import cast
 
 
 def _load(path: str) -> list[tuple[bytes, str]]:
@@ -43,7 +44,7 @@ async def _client(
             idx += 1
             if idx == len(items):
                 idx = 0
-                stats["wraps"] = int(stats["wraps"]) + 1
+                stats["wraps"] = cast(int, stats["wraps"]) + 1
             if "@@N@@" in body_text:
                 counter += 1
                 body_text = body_text.replace("@@N@@", f"{tag}-{counter}")
@@ -61,9 +62,9 @@ async def _client(
                     length = int(line[15:].strip())
             answer = await reader.readexactly(length)
             lat.append(time.perf_counter() - t0)
-            stats["requests"] = int(stats["requests"]) + 1
+            stats["requests"] = cast(int, stats["requests"]) + 1
             if not status_head.startswith(b"HTTP/1.1 200") or b'"result"' not in answer:
-                stats["bad"] = int(stats["bad"]) + 1
+                stats["bad"] = cast(int, stats["bad"]) + 1
     finally:
         writer.close()
 
