@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import asyncpg
 import pytest
 
 from app.db.engine import Database
 from app.db.read_pool import ReadPool
-
 
 
 def _pool(db: Database) -> ReadPool:
@@ -95,10 +95,10 @@ async def test_closed_idle_connection_is_replaced(pg_url: str) -> None:
         await asyncio.sleep(0.1)
         # The terminated backend's connection is either seen closed (skipped) or fails once
         # and is dropped; the read after that runs on a fresh connection.
-        try:
+        with contextlib.suppress(
+            asyncpg.PostgresError, asyncpg.InterfaceError, ConnectionError, OSError
+        ):
             await pool.fetchval("SELECT 1")
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, ConnectionError, OSError):
-            pass
         assert await pool.fetchval("SELECT pg_backend_pid()") != pid
     finally:
         await db.dispose()
