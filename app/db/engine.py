@@ -57,7 +57,13 @@ class Database:
             # pays a connect (and asyncpg's TLS attempt); keep the overflow a small margin
             # and size pool_size to the concurrency instead (EDGE_DB_POOL_SIZE).
             kwargs.update(
-                pool_size=pool_size, max_overflow=max(pool_size // 4, 1), pool_pre_ping=False
+                pool_size=pool_size,
+                max_overflow=max(pool_size // 4, 1),
+                pool_pre_ping=False,
+                # A process paused (SIGSTOP, a stalled VM) inside a transaction must not hold
+                # row locks that block another worker's takeover (CONTRACT §6): the server ends
+                # such a session after 10 s idle in a transaction.
+                connect_args={"server_settings": {"idle_in_transaction_session_timeout": "10000"}},
             )
         else:
             kwargs.update(poolclass=NullPool) if parsed.database in (None, "", ":memory:") else None

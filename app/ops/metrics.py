@@ -29,9 +29,14 @@ class Metrics:
             registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
-        self.token_refusals = Counter(
-            "edge_token_refusals_total", "Gateway tokens refused, by reason", ["reason"], registry=r
+        # result = "ok" or the stable refusal reason (bounded set: app.security.token).
+        self.token_verifications = Counter(
+            "edge_token_verifications_total",
+            "Gateway token verifications by result",
+            ["result"],
+            registry=r,
         )
+        self._token_ok = self.token_verifications.labels("ok")
         self.jwks_fetches = Counter(
             "edge_jwks_fetches_total", "Gateway JWKS fetches by result", ["result"], registry=r
         )
@@ -63,8 +68,11 @@ class Metrics:
         count.inc()
         timer.observe(seconds)
 
+    def token_verified(self) -> None:
+        self._token_ok.inc()
+
     def token_refused(self, reason: str) -> None:
-        self.token_refusals.labels(reason).inc()
+        self.token_verifications.labels(reason).inc()
 
     def jwks_fetched(self, result: str) -> None:
         self.jwks_fetches.labels(result).inc()

@@ -54,6 +54,7 @@ class TenantLookup(Protocol):
 
 class RpcObserver(Protocol):
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None: ...
+    def token_verified(self) -> None: ...
     def token_refused(self, reason: str) -> None: ...
 
 
@@ -97,6 +98,7 @@ class RpcDispatcher:
     ) -> RpcOutcome:
         started = time.perf_counter()
         method = "-"
+        verified = False
         try:
             if duplicate_authorization:
                 # Two credentials are ambiguous (which one did a proxy add?): refuse both.
@@ -104,6 +106,9 @@ class RpcDispatcher:
                     "more than one Authorization header", reason="duplicate_authorization"
                 )
             caller = await self._verifier.verify(authorization)
+            verified = True
+            if self._observer is not None:
+                self._observer.token_verified()
             body = await read_body(self._max_body)
             request = parse_request(body)
             method = request.method if request.method in self._methods else "unknown"
@@ -112,7 +117,9 @@ class RpcDispatcher:
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:
-            if isinstance(refusal, Unauthorized) and self._observer is not None:
+            # Refusals of the token itself (steps 1-7, incl. the 400 for an identity without
+            # key); a tenant mismatch after verification is counted with the RPC outcome only.
+            if not verified and self._observer is not None:
                 self._observer.token_refused(refusal.reason)
             self._finished(method, refusal.reason, started)
             return _refusal(refusal)

@@ -295,7 +295,7 @@ class Acceptor:
         # DO NOTHING: accept never waits on the row lock a worker's claim holds.
         await session.execute(
             insert_for(session, ActorRow)
-            .values(tenant=scope.tenant, identity=scope.identity, fence=0, pending=0)
+            .values(tenant=scope.tenant, identity=scope.identity, fence=0)
             .on_conflict_do_nothing(index_elements=["tenant", "identity"])
         )
 

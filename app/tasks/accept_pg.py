@@ -50,8 +50,8 @@ WITH turn AS (
                               auth_credentials_enc)
     SELECT $1, $2, $4, $14, $15, $16, $17, $18 FROM turn WHERE $15::text IS NOT NULL
 ), actor AS (
-    INSERT INTO actors (tenant, identity, fence, pending)
-    SELECT $1, $2, 0, 0 FROM turn
+    INSERT INTO actors (tenant, identity, fence)
+    SELECT $1, $2, 0 FROM turn
     ON CONFLICT (tenant, identity) DO NOTHING
 )
 SELECT id, pg_notify($19, '') FROM turn

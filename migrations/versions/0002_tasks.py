@@ -141,7 +141,6 @@ def upgrade() -> None:
         sa.Column("lease_owner", sa.Text(), nullable=True),
         sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("fence", sa.BigInteger(), nullable=False),
-        sa.Column("pending", sa.Integer(), nullable=False),
         sa.Column(
             "updated_at",
             sa.DateTime(timezone=True),

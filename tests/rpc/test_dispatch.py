@@ -184,4 +184,5 @@ async def test_metrics_count_methods_and_refusals(edge: EdgeHarness) -> None:
     await edge.client.post("/a2a", content=b"{}")
     text = (await edge.client.get("/metrics")).text
     assert 'edge_rpc_requests_total{method="GetExtendedAgentCard",outcome="ok"} 1.0' in text
-    assert 'edge_token_refusals_total{reason="missing_bearer"} 1.0' in text
+    assert 'edge_token_verifications_total{result="missing_bearer"} 1.0' in text
+    assert 'edge_token_verifications_total{result="ok"} 1.0' in text

@@ -78,7 +78,7 @@ async def test_accept_writes_every_row_once(edge: EdgeHarness):
     assert push.token_enc is not None and "notify-token" not in push.token_enc
     secrets = PushSecrets.from_settings(edge.settings, edge.services.key)
     assert secrets.decrypt(push.token_enc) == "notify-token"
-    assert (actor.identity, actor.fence, actor.pending) == (SCOPE.identity, 0, 0)
+    assert (actor.identity, actor.fence) == (SCOPE.identity, 0)
     again = await edge.result("SendMessage", send_params("m-1", context_id="ctx-1"))
     assert again["task"]["id"] == task_id
 

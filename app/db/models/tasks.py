@@ -119,7 +119,6 @@ class ActorRow(Base):
     lease_owner: Mapped[str | None] = mapped_column(Text, nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True)
     fence: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
-    pending: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     updated_at: Mapped[datetime] = mapped_column(
         Timestamp, nullable=False, server_default=func.now()
     )
