@@ -37,10 +37,6 @@ def upgrade_to_head(database_url: str) -> None:
         pool.submit(command.upgrade, alembic_config(database_url), "head").result()
 
 
-async def upgrade_to_head_async(database_url: str) -> None:
-    await asyncio.to_thread(upgrade_to_head, database_url)
-
-
 def head_revision(database_url: str) -> str | None:
     return ScriptDirectory.from_config(alembic_config(database_url)).get_current_head()
 

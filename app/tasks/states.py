@@ -23,7 +23,6 @@ RUNNABLE: Final[frozenset[str]] = frozenset({SUBMITTED, WORKING, INPUT_REQUIRED,
 OUTCOMES: Final[frozenset[str]] = frozenset(
     {COMPLETED, FAILED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED}
 )
-ALL: Final[frozenset[str]] = TERMINAL | RUNNABLE
 
 # turns.status values (shared with the worker)
 TURN_QUEUED: Final = "queued"

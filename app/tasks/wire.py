@@ -55,18 +55,6 @@ def timestamp_json(value: datetime) -> str:
     return text
 
 
-def parse_timestamp(value: object, *, field: str) -> datetime:
-    if not isinstance(value, str):
-        raise InvalidParams(f"params.{field} must be an RFC 3339 timestamp string")
-    stamp = Timestamp()
-    try:
-        stamp.FromJsonString(value)
-    except ValueError:
-        raise InvalidParams(f"params.{field} must be an RFC 3339 timestamp") from None
-    parsed: datetime = stamp.ToDatetime(tzinfo=UTC)
-    return parsed
-
-
 def _field_path(error: json_format.ParseError) -> str:
     text = str(error)
     names = _FIELD_RE.findall(text)
