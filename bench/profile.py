@@ -55,6 +55,9 @@ def main() -> int:
     p.add_argument("target", choices=("gettask", "accept", "card"), default="gettask", nargs="?")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--connections", type=int, default=16)
+    p.add_argument(
+        "--idle", action="store_true", help="sample idle threads too (latency at low concurrency)"
+    )
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--env", action="append", default=[], help="extra edge env NAME=VALUE")
     args = p.parse_args()
@@ -98,6 +101,7 @@ def main() -> int:
                     "--output",
                     str(out),
                     "--nonblocking",
+                    *(["--idle"] if args.idle else []),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.gatewaydev.state import GatewayState
 from app.gatewaydev.verify import Pin, VerificationError, card_pin, verify_card
 from app.security.jose_strict import JoseError
 from app.security.jwks import parse_jwks
 from app.security.origins import OriginError, parse_url
+from app.security.verify_key import Ed25519VerificationKey
 from app.testing.gateway import GatewayKit
 
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
@@ -37,7 +37,7 @@ class Registration:
     edge_origin: str
     endpoint: str  # the JSON-RPC URL (token audience)
     pin: Pin
-    key: Ed25519PublicKey
+    key: Ed25519VerificationKey
     newly_pinned: bool
     stub_card: dict[str, Any]
     tenant_card: dict[str, Any] | None
@@ -74,7 +74,9 @@ def edge_origin(edge_url: str) -> str:
         raise RegistrationError(f"--edge: {exc}") from None
 
 
-async def fetch_edge_key(client: httpx.AsyncClient, origin: str, pin: Pin) -> Ed25519PublicKey:
+async def fetch_edge_key(
+    client: httpx.AsyncClient, origin: str, pin: Pin
+) -> Ed25519VerificationKey:
     try:
         jku_origin = parse_url(pin.jku, allow_loopback_http=True).origin
     except OriginError as exc:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.cards.canonical import CardFormatError, canonical_payload
 from app.security.jose_strict import JoseError, b64url_decode, b64url_encode, is_number
 from app.security.jose_strict import loads_object as strict_loads_object
+from app.security.verify_key import SignatureKey
 
 # The Looping gateway refuses callback tokens older than ten minutes.
 MAX_CALLBACK_AGE_SECONDS = 600
@@ -63,7 +63,7 @@ def _check_header(header: Mapping[str, Any], *, typ: str | None) -> Pin:
     return Pin(jku=jku, kid=kid)
 
 
-def _verify(key: Ed25519PublicKey, signature: str, signing_input: bytes) -> None:
+def _verify(key: SignatureKey, signature: str, signing_input: bytes) -> None:
     try:
         key.verify(b64url_decode(signature), signing_input)
     except (InvalidSignature, JoseError):
@@ -78,7 +78,7 @@ def card_pin(card: Mapping[str, Any]) -> Pin:
     return _check_header(_protected_header(signatures[0].get("protected")), typ=None)
 
 
-def verify_card(card: Mapping[str, Any], *, key: Ed25519PublicKey, pin: Pin) -> None:
+def verify_card(card: Mapping[str, Any], *, key: SignatureKey, pin: Pin) -> None:
     """A2A §8.4.3: the detached JWS over the canonical card, by the pinned key."""
     signatures = card.get("signatures")
     if not isinstance(signatures, list) or len(signatures) != 1:
@@ -106,7 +106,7 @@ class CallbackClaims:
 def verify_callback(
     token: str,
     *,
-    key: Ed25519PublicKey,
+    key: SignatureKey,
     pin: Pin,
     audience: str,
     now: float | None = None,

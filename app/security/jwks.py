@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.errors import Unauthorized
 from app.security.jose_strict import JoseError, b64url_decode, check_ed25519_public_bytes
 from app.security.jose_strict import loads_object as strict_loads_object
 from app.security.origins import ParsedUrl
+from app.security.verify_key import Ed25519VerificationKey
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class _FetchFailed(Exception):
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _usable_ed25519_key(jwk: dict[str, Any]) -> Ed25519PublicKey | None:
+def _usable_ed25519_key(jwk: dict[str, Any]) -> Ed25519VerificationKey | None:
     """The verification key of one JWK, or ``None`` if it must not be used."""
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         return None  # Ed448, EC, RSA, oct...: CONTRACT §3 step 5 allows Ed25519 only
@@ -91,12 +91,12 @@ def _usable_ed25519_key(jwk: dict[str, Any]) -> Ed25519PublicKey | None:
     try:
         raw = b64url_decode(x)
         check_ed25519_public_bytes(raw)  # length, canonical, on-curve, not small-order
-        return Ed25519PublicKey.from_public_bytes(raw)
+        return Ed25519VerificationKey(raw)
     except (JoseError, ValueError):
         return None
 
 
-def parse_jwks(data: bytes) -> dict[str, Ed25519PublicKey]:
+def parse_jwks(data: bytes) -> dict[str, Ed25519VerificationKey]:
     """Parse a JWKS document into ``kid -> key`` keeping only usable Ed25519 keys.
 
     Keys without a string ``kid`` are dropped (the token names its key by ``kid``). A ``kid``
@@ -112,7 +112,7 @@ def parse_jwks(data: bytes) -> dict[str, Ed25519PublicKey]:
     for entry in entries:
         if isinstance(entry, dict) and isinstance(entry.get("kid"), str):
             seen[entry["kid"]] = seen.get(entry["kid"], 0) + 1
-    keys: dict[str, Ed25519PublicKey] = {}
+    keys: dict[str, Ed25519VerificationKey] = {}
     for entry in entries:
         if not isinstance(entry, dict):
             continue
@@ -131,7 +131,7 @@ def parse_jwks(data: bytes) -> dict[str, Ed25519PublicKey]:
 @dataclass
 class _OriginState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    keys: dict[str, Ed25519PublicKey] | None = None
+    keys: dict[str, Ed25519VerificationKey] | None = None
     expires_at: float = 0.0
     url: str | None = None  # the URL of the first successful fetch (see module docstring)
     last_attempt: float | None = None
@@ -166,7 +166,7 @@ class JwksFetcher:
         self.fetch_count = 0
         self.last_result: FetchResult | None = None
 
-    async def get_key(self, jku: ParsedUrl, kid: str) -> Ed25519PublicKey:
+    async def get_key(self, jku: ParsedUrl, kid: str) -> Ed25519VerificationKey:
         """The verification key ``kid`` of the gateway at ``jku``'s origin.
 
         Raises ``Unauthorized`` (reason ``unknown_kid`` or ``jwks_unavailable``).
@@ -206,7 +206,7 @@ class JwksFetcher:
             return since >= min(self._cooldown, _FAILURE_BACKOFF_SECONDS)
         return True
 
-    def _lookup(self, state: _OriginState, kid: str) -> Ed25519PublicKey:
+    def _lookup(self, state: _OriginState, kid: str) -> Ed25519VerificationKey:
         if not self._fresh(state):
             raise Unauthorized("gateway keys are unavailable", reason="jwks_unavailable")
         assert state.keys is not None

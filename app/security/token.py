@@ -4,7 +4,7 @@ Why ``cryptography`` directly and not a JOSE library: both joserfc (1.8) and PyJ
 Ed448 key under ``alg: EdDSA`` (RFC 8037 §3.1 names both curves), keep the *last* of
 duplicate JSON member names, are loose about ``aud`` arrays (non-string members), and joserfc
 raises ``TypeError``/``RecursionError``/``ValueError`` on malformed input instead of one error
-type. The verification itself is one call (``Ed25519PublicKey.verify`` over
+type. The verification itself is one call (``Ed25519VerificationKey.verify``, libsodium, over
 ``b64(header).b64(payload)``, RFC 7515 §5.2); everything around it is the strict parsing in
 ``jose_strict`` and the ordered checks below, which is exactly the part the contract pins.
 
