@@ -75,7 +75,7 @@ class Database:
         # A quarter of the pool size (8 by default): measured on 2 cores, 8 connections
         # answered c = 16/64 faster than 4, 16 or 32, with a third of the p99 (bench/README).
         self.read_pool: ReadPool | None = (
-            ReadPool(self._driver_connect_args(), size=max(2, pool_size // 4))
+            ReadPool(self._read_connect_args(), size=max(2, pool_size // 4))
             if self.dialect == "postgresql"
             else None
         )
@@ -90,6 +90,17 @@ class Database:
         cache = kwargs.pop("prepared_statement_cache_size", None)
         if cache is not None:
             kwargs["statement_cache_size"] = cache
+        return kwargs
+
+    def _read_connect_args(self) -> dict[str, Any]:
+        kwargs = self._driver_connect_args()
+        # Every statement on the read pool is a primary-key lookup whose best plan does not
+        # depend on the values, so plan once per connection: left to "auto", PostgreSQL
+        # re-plans the batched GetTask (its array parameters look worth a custom plan) on
+        # every execution, ~150 µs of its CPU each time (bench/README).
+        settings = dict(kwargs.get("server_settings") or {})
+        settings["plan_cache_mode"] = "force_generic_plan"
+        kwargs["server_settings"] = settings
         return kwargs
 
     @property

@@ -40,6 +40,14 @@ class ReadPool:
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         """One statement in autocommit on a pooled connection; its first column or None."""
+        return await self._run(False, query, args)
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        """One statement in autocommit on a pooled connection; all its rows."""
+        rows: list[asyncpg.Record] = await self._run(True, query, args)
+        return rows
+
+    async def _run(self, all_rows: bool, query: str, args: tuple[Any, ...]) -> Any:
         self._bind()
         async with self._slots:
             conn = None
@@ -51,7 +59,9 @@ class ReadPool:
             if conn is None:
                 conn = await asyncpg.connect(**self._connect_kwargs)
             try:
-                value = await conn.fetchval(query, *args)
+                value = await (
+                    conn.fetch(query, *args) if all_rows else conn.fetchval(query, *args)
+                )
             except BaseException:
                 # Lost, cancelled mid-statement or failed: its state is unknown, never reuse it.
                 conn.terminate()

@@ -23,28 +23,9 @@ from app.db.models import TaskRow
 from app.errors import InvalidParams, TaskNotFound
 from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
+from app.tasks.batched_reads import GetTaskBatcher
 from app.tasks.repository import load_history, load_task
 from app.tasks.wire import as_utc, shown, task_doc
-
-# GetTask on PostgreSQL: the whole protobuf-JSON Task, built by the database as JSON text in
-# one statement (the task row plus the last $4 history messages, oldest first, the sub-select
-# walking the primary key (tenant, task_id, seq) backwards). Empty artifacts, history and
-# metadata are left out, as protobuf-JSON leaves them out (``task_doc`` on SQLite).
-_PG_GET_TASK = """
-SELECT (jsonb_build_object('id', t.id, 'contextId', t.context_id, 'status', t.status)
-        || CASE WHEN jsonb_array_length(t.artifacts) > 0
-                THEN jsonb_build_object('artifacts', t.artifacts) ELSE '{}'::jsonb END
-        || coalesce((SELECT jsonb_build_object('history', jsonb_agg(h.message ORDER BY h.seq))
-                       FROM (SELECT m.message, m.seq FROM task_messages m
-                              WHERE m.tenant = $1 AND m.task_id = $3
-                              ORDER BY m.seq DESC LIMIT $4) h
-                     HAVING count(*) > 0), '{}'::jsonb)
-        || CASE WHEN t.metadata <> '{}'::jsonb
-                THEN jsonb_build_object('metadata', t.metadata) ELSE '{}'::jsonb END
-       )::text
-  FROM tasks t
- WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
-"""
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
@@ -81,6 +62,7 @@ class TaskQueries:
     def __init__(self, db: Database, *, default_history_length: int) -> None:
         self._db = db
         self._default_history = default_history_length
+        self._batcher = None if db.read_pool is None else GetTaskBatcher(db.read_pool)
 
     async def get(
         self, scope: CallerScope, task_id: str, history_length: int | None
@@ -111,18 +93,15 @@ class TaskQueries:
         return task_doc(row, history=history)
 
     async def _get_pg(self, scope: CallerScope, task_id: str, limit: int) -> RawJson:
-        # Hand-written on a raw driver connection: through the ORM this read was 4 round trips
+        # Hand-written on raw driver connections: through the ORM this read was 4 round trips
         # (BEGIN, task, history, COMMIT) and ~60 % of a verified GetTask's CPU, and a checkout
         # from the SQLAlchemy pool alone costs more CPU than the statement (bench/README,
         # app/db/read_pool.py). One SELECT is its own snapshot, so no explicit transaction;
-        # asyncpg prepares it once per connection. Same scope: tenant AND identity AND id, so
-        # another caller's task is simply not found. The document comes back as text and is
-        # spliced into the answer (no decode and re-encode per read).
-        pool = self._db.read_pool
-        assert pool is not None  # PostgreSQL always has one
-        text = await pool.fetchval(
-            _PG_GET_TASK, scope.tenant, scope.identity, task_id, max(limit, 0)
-        )
+        # concurrent reads share one statement (app/tasks/batched_reads.py). Same scope:
+        # tenant AND identity AND id, so another caller's task is simply not found. The
+        # document comes back as text and is spliced into the answer (no decode + re-encode).
+        assert self._batcher is not None  # PostgreSQL always has a read pool
+        text = await self._batcher.get(scope, task_id, max(limit, 0))
         if text is None:
             raise TaskNotFound(f"task '{shown(task_id)}' not found")
         return RawJson(text)

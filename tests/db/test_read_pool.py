@@ -102,3 +102,17 @@ async def test_closed_idle_connection_is_replaced(pg_url: str) -> None:
         assert await pool.fetchval("SELECT pg_backend_pid()") != pid
     finally:
         await db.dispose()
+
+
+@pytest.mark.postgres
+async def test_reads_plan_once_per_connection_and_fetch_returns_rows(pg_url: str) -> None:
+    # A generic plan: re-planning the batched GetTask on every execution cost PostgreSQL
+    # ~150 µs each time (app/db/engine.py).
+    db = Database(pg_url)
+    try:
+        pool = _pool(db)
+        assert await pool.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+        rows = await pool.fetch("SELECT n, n * 2 FROM unnest($1::int[]) AS n", [1, 2, 3])
+        assert [tuple(r) for r in rows] == [(1, 2), (2, 4), (3, 6)]
+    finally:
+        await db.dispose()

@@ -1,0 +1,159 @@
+"""Coalescing concurrent GetTask reads on PostgreSQL into one statement.
+
+Why: under load, each GetTask was one statement on its own pooled connection, and the round
+trip itself — asyncpg's encode/send/receive, the event-loop wake-ups, PostgreSQL's per-statement
+work and its backend wake-up — cost more CPU on both sides than the lookup (bench/README).
+Requests that arrive while earlier reads are in flight are queued and answered together by one
+statement over ``unnest`` of their keys, so that cost is paid once per batch.
+
+How it keeps latency: a read goes out at once while fewer than ``max_in_flight`` statements
+are running (a lone request at concurrency 1 never waits for company); only requests that
+find every slot busy queue, and the statement that finishes first takes the queue with it.
+
+Scope: every key is the full ``(tenant, identity, task id)`` triple of its own caller, and the
+statement joins on all three, exactly as the single-task query filters (ARCHITECTURE: every
+tenant-data query takes the caller scope). A row answers only the request at its ordinal.
+A failed statement fails each request of its batch, as it would have failed alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from app.db.read_pool import ReadPool
+from app.security.caller import CallerScope
+
+# The protobuf-JSON Task, built by the database as JSON text: the task row plus its last
+# ``limit`` history messages, oldest first (the sub-select walks the primary key
+# (tenant, task_id, seq) backwards). Empty artifacts, history and metadata are left out, as
+# protobuf-JSON leaves them out (``task_doc`` builds the same document on SQLite).
+_TASK_JSON = """
+(jsonb_build_object('id', t.id, 'contextId', t.context_id, 'status', t.status)
+ || CASE WHEN jsonb_array_length(t.artifacts) > 0
+         THEN jsonb_build_object('artifacts', t.artifacts) ELSE '{}'::jsonb END
+ || coalesce((SELECT jsonb_build_object('history', jsonb_agg(h.message ORDER BY h.seq))
+                FROM (SELECT m.message, m.seq FROM task_messages m
+                       WHERE m.tenant = @TENANT AND m.task_id = t.id
+                       ORDER BY m.seq DESC LIMIT @LIMIT) h
+              HAVING count(*) > 0), '{}'::jsonb)
+ || CASE WHEN t.metadata <> '{}'::jsonb
+         THEN jsonb_build_object('metadata', t.metadata) ELSE '{}'::jsonb END
+)::text
+"""
+
+# Each requested key's document, when the task exists in that key's own scope, with the
+# key's ordinal (1-based) to hand it back to its request.
+# (Both statements are assembled from constant fragments at import; no value is ever
+# formatted into SQL, every value is a bind parameter.)
+GET_TASKS_SQL = (
+    "SELECT k.n, "  # noqa: S608 (constant fragments only)
+    + _TASK_JSON.replace("@TENANT", "k.tenant").replace("@LIMIT", "k.lim")
+    + """
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
+       WITH ORDINALITY AS k(tenant, identity, id, lim, n)
+  JOIN tasks t ON t.tenant = k.tenant AND t.identity = k.identity AND t.id = k.id
+"""
+)
+
+# The same document for one key: what a read that finds no queue sends alone.
+GET_TASK_SQL = (
+    "SELECT "  # noqa: S608 (constant fragments only)
+    + _TASK_JSON.replace("@TENANT", "$1").replace("@LIMIT", "$4")
+    + """
+  FROM tasks t
+ WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
+"""
+)
+
+# Two statements in flight: one being answered while the next batch forms. Measured on the
+# bench machine (bench/README): more slots make smaller batches, fewer make requests wait.
+MAX_IN_FLIGHT = 2
+MAX_BATCH = 64
+
+
+class TaskReadFailed(Exception):
+    """The batch statement failed (its cause attached); the request answers -32603."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    tenant: str
+    identity: str
+    task_id: str
+    limit: int
+    answer: asyncio.Future[str | None]
+
+
+class GetTaskBatcher:
+    """``get`` answers one task's JSON text (or ``None`` when it is not the caller's)."""
+
+    def __init__(
+        self, pool: ReadPool, *, max_in_flight: int = MAX_IN_FLIGHT, max_batch: int = MAX_BATCH
+    ) -> None:
+        self._pool = pool
+        self._max_in_flight = max_in_flight
+        self._max_batch = max_batch
+        self._queue: list[_Read] = []
+        self._in_flight = 0
+        self._running: set[asyncio.Task[None]] = set()
+        self.statements = 0  # statements run (for tests and the bench)
+
+    async def get(self, scope: CallerScope, task_id: str, limit: int) -> str | None:
+        if self._in_flight < self._max_in_flight and not self._queue:
+            # Nobody waiting: this read goes out alone, from the caller's own task (no hop
+            # through a batch task, no array parameters): the latency at concurrency 1.
+            self._in_flight += 1
+            try:
+                self.statements += 1
+                text: str | None = await self._pool.fetchval(
+                    GET_TASK_SQL, scope.tenant, scope.identity, task_id, limit
+                )
+                return text
+            finally:
+                self._release()
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Read(scope.tenant, scope.identity, task_id, limit, answer))
+        if self._in_flight < self._max_in_flight:
+            self._start_next()
+        return await answer
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        if self._queue and self._in_flight < self._max_in_flight:
+            self._start_next()
+
+    def _start_next(self) -> None:
+        batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._run(batch))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _run(self, batch: list[_Read]) -> None:
+        try:
+            self.statements += 1
+            rows = await self._pool.fetch(
+                GET_TASKS_SQL,
+                [r.tenant for r in batch],
+                [r.identity for r in batch],
+                [r.task_id for r in batch],
+                [r.limit for r in batch],
+            )
+        except BaseException as exc:
+            for read in batch:
+                if not read.answer.done():
+                    # One exception per request: an object raised in several tasks would
+                    # share (and keep growing) one traceback.
+                    failure = TaskReadFailed("GetTask read failed")
+                    failure.__cause__ = exc
+                    read.answer.set_exception(failure)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            found = {n: text for n, text in rows}
+            for ordinal, read in enumerate(batch, start=1):
+                if not read.answer.done():
+                    read.answer.set_result(found.get(ordinal))
+        finally:
+            self._release()

@@ -1,0 +1,149 @@
+"""Concurrent GetTask reads coalesced into one statement (app/tasks/batched_reads.py).
+
+PostgreSQL only: SQLite answers GetTask through the ORM path. What must hold: every request
+gets its own document, in its own scope, with its own history length, however reads are
+grouped; fewer statements than requests under concurrency; a failed statement fails only
+its own batch; a cancelled request does not disturb the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.db.engine import Database
+from app.security.caller import CallerScope
+from app.settings import Settings
+from app.tasks.batched_reads import GetTaskBatcher, TaskReadFailed
+from app.testing.edge import EdgeHarness
+from tests.tasks.conftest import SCOPE, accept, send_params
+
+OTHER = CallerScope(tenant="demo", identity="user-2")
+
+
+@pytest.fixture
+async def pg_database(pg_url: str) -> AsyncIterator[Database]:
+    db = Database(pg_url)
+    yield db
+    await db.dispose()
+
+
+def _batcher(db: Database, **kwargs: Any) -> GetTaskBatcher:
+    assert db.read_pool is not None
+    return GetTaskBatcher(db.read_pool, **kwargs)
+
+
+@pytest.mark.postgres
+async def test_concurrent_reads_share_statements_and_get_their_own_tasks(
+    pg_database: Database, settings: Settings
+) -> None:
+    mine = [
+        (await accept(pg_database, settings, message_id=f"m-{i}", text=f"t{i}")).task.id
+        for i in range(12)
+    ]
+    batcher = _batcher(pg_database)
+    docs = await asyncio.gather(*(batcher.get(SCOPE, task_id, 10) for task_id in mine))
+    assert [d and json.loads(d)["id"] for d in docs] == mine
+    assert batcher.statements < len(mine)  # two in flight, the rest grouped
+
+
+@pytest.mark.postgres
+async def test_a_batch_keeps_each_callers_scope(pg_database: Database, settings: Settings) -> None:
+    mine = (await accept(pg_database, settings, message_id="m-1")).task.id
+    theirs = (await accept(pg_database, settings, scope=OTHER, message_id="m-2")).task.id
+    batcher = _batcher(pg_database, max_in_flight=1)
+    # With one slot, everything after the first read lands in one batch: the same task ids
+    # asked by both callers, and only each owner finds its own.
+    reads = [
+        batcher.get(SCOPE, mine, 5),
+        batcher.get(SCOPE, mine, 5),
+        batcher.get(OTHER, mine, 5),
+        batcher.get(SCOPE, theirs, 5),
+        batcher.get(OTHER, theirs, 5),
+        batcher.get(CallerScope(tenant="open", identity=SCOPE.identity), mine, 5),
+    ]
+    docs = await asyncio.gather(*reads)
+    found = [d is not None for d in docs]
+    assert found == [True, True, False, False, True, False]
+    assert batcher.statements == 2
+
+
+async def test_each_read_gets_its_own_history_length(edge: EdgeHarness) -> None:
+    task_id = (await edge.result("SendMessage", send_params("m-1")))["task"]["id"]
+    limits = [0, 1, 0, 1, None, 0]
+    params = [{"id": task_id} | ({} if n is None else {"historyLength": n}) for n in limits]
+    docs = await asyncio.gather(*(edge.result("GetTask", p) for p in params))
+    for limit, doc in zip(limits, docs, strict=True):
+        assert doc["id"] == task_id
+        assert ("history" in doc) == (limit != 0), (limit, doc)
+
+
+@pytest.mark.postgres
+async def test_a_failed_statement_fails_its_batch_only(
+    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id = (await accept(pg_database, settings)).task.id
+    batcher = _batcher(pg_database, max_in_flight=1)
+    assert pg_database.read_pool is not None
+    real_fetch = pg_database.read_pool.fetch
+    calls = 0
+
+    async def failing_once(query: str, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ConnectionResetError("lost")
+        return await real_fetch(query, *args)
+
+    monkeypatch.setattr(pg_database.read_pool, "fetch", failing_once)
+    first = asyncio.ensure_future(batcher.get(SCOPE, task_id, 1))  # goes alone
+    await asyncio.sleep(0)
+    batch = [asyncio.ensure_future(batcher.get(SCOPE, task_id, 1)) for _ in range(3)]
+    assert await first is not None
+    outcomes = await asyncio.gather(*batch, return_exceptions=True)
+    assert all(isinstance(o, TaskReadFailed) for o in outcomes)
+    assert isinstance(outcomes[0].__cause__, ConnectionResetError)  # type: ignore[union-attr]
+    # The next batch is read normally.
+    again = [asyncio.ensure_future(batcher.get(SCOPE, task_id, 1)) for _ in range(3)]
+    assert all(doc is not None for doc in await asyncio.gather(*again))
+
+
+@pytest.mark.postgres
+async def test_a_cancelled_read_leaves_the_others_answered(
+    pg_database: Database, settings: Settings
+) -> None:
+    task_id = (await accept(pg_database, settings)).task.id
+    batcher = _batcher(pg_database, max_in_flight=1)
+    first = asyncio.ensure_future(batcher.get(SCOPE, task_id, 1))
+    await asyncio.sleep(0)
+    queued = [asyncio.ensure_future(batcher.get(SCOPE, task_id, 1)) for _ in range(3)]
+    await asyncio.sleep(0)
+    queued[1].cancel()
+    assert await first is not None
+    assert await queued[0] is not None and await queued[2] is not None
+    assert queued[1].cancelled()
+    assert await batcher.get(SCOPE, task_id, 1) is not None  # nothing left in flight
+
+
+async def test_concurrent_get_task_over_the_app_on_many_identities(edge: EdgeHarness) -> None:
+    identities = [{"key": f"user-{i}", "name": f"U{i}", "kind": "user"} for i in range(8)]
+    tasks = []
+    for ident in identities:
+        answer = await edge.result("SendMessage", send_params("m-1"), identity=ident)
+        tasks.append(answer["task"]["id"])
+    reads = [
+        edge.result("GetTask", {"id": task_id}, identity=ident)
+        for ident, task_id in zip(identities, tasks, strict=True)
+    ]
+    crossed = [
+        edge.rpc("GetTask", {"id": task_id}, identity=ident)
+        for ident, task_id in zip(identities, tasks[1:] + tasks[:1], strict=True)
+    ]
+    docs = await asyncio.gather(*reads)
+    assert [doc["id"] for doc in docs] == tasks
+    for response in await asyncio.gather(*crossed):
+        assert response.json()["error"]["code"] == -32001  # another caller's task: not found
