@@ -36,19 +36,19 @@ class Profile:
 
 QUICK = Profile(
     name="quick",
-    http_seconds=1.0,
+    http_seconds=0.75,
     warmup_seconds=0.0,
     concurrencies=(1, 16, 64),
     server_workers=(1,),
     token_pool=5_000,
     verify_tokens=2_000,
     verify_rounds=3,
-    turn_seconds=2.0,
+    turn_seconds=1.5,
     turn_identities=20,
     turn_worker_processes=(1,),
     growth_sizes=(1_000, 10_000),
-    growth_seconds=1.0,
-    memory_identities=100,
+    growth_seconds=0.5,
+    memory_identities=60,
     memory_concurrency=32,
 )
 
