@@ -19,9 +19,10 @@ A failed statement fails each request of its batch, as it would have failed alon
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from app.db.read_pool import ReadPool
 from app.security.caller import CallerScope
 
 # The protobuf-JSON Task, built by the database as JSON text: the task row plus its last
@@ -72,6 +73,13 @@ MAX_IN_FLIGHT = 2
 MAX_BATCH = 64
 
 
+class StatementRunner(Protocol):
+    """What runs the statements: ``app.db.read_pool.ReadPool``."""
+
+    async def fetchval(self, query: str, *args: Any) -> Any: ...
+    async def fetch(self, query: str, *args: Any) -> Sequence[Any]: ...
+
+
 class TaskReadFailed(Exception):
     """The batch statement failed (its cause attached); the request answers -32603."""
 
@@ -89,17 +97,34 @@ class GetTaskBatcher:
     """``get`` answers one task's JSON text (or ``None`` when it is not the caller's)."""
 
     def __init__(
-        self, pool: ReadPool, *, max_in_flight: int = MAX_IN_FLIGHT, max_batch: int = MAX_BATCH
+        self,
+        pool: StatementRunner,
+        *,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        max_batch: int = MAX_BATCH,
     ) -> None:
         self._pool = pool
         self._max_in_flight = max_in_flight
         self._max_batch = max_batch
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: list[_Read] = []
         self._in_flight = 0
         self._running: set[asyncio.Task[None]] = set()
         self.statements = 0  # statements run (for tests and the bench)
 
+    def _bind(self) -> None:
+        # Reads in flight belong to the loop that started them; a new loop (tests, CLI
+        # commands reusing the services) starts over, as the read pool does, instead of
+        # waiting on slots a dead loop will never release.
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._queue = []
+            self._in_flight = 0
+            self._running = set()
+
     async def get(self, scope: CallerScope, task_id: str, limit: int) -> str | None:
+        self._bind()
         if self._in_flight < self._max_in_flight and not self._queue:
             # Nobody waiting: this read goes out alone, from the caller's own task (no hop
             # through a batch task, no array parameters): the latency at concurrency 1.

@@ -147,3 +147,44 @@ async def test_concurrent_get_task_over_the_app_on_many_identities(edge: EdgeHar
     assert [doc["id"] for doc in docs] == tasks
     for response in await asyncio.gather(*crossed):
         assert response.json()["error"]["code"] == -32001  # another caller's task: not found
+
+
+class _StuckThenFine:
+    """A statement runner whose first statement never answers (its loop dies with it)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            await asyncio.Event().wait()
+        return f'{{"id":"{args[2]}"}}'
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        return [(n, f'{{"id":"{task_id}"}}') for n, task_id in enumerate(args[2], start=1)]
+
+
+def test_a_new_event_loop_starts_over() -> None:
+    runner = _StuckThenFine()
+    batcher = GetTaskBatcher(runner, max_in_flight=1)
+
+    async def abandon() -> None:
+        stuck = asyncio.ensure_future(batcher.get(SCOPE, "t-1", 1))
+        await asyncio.sleep(0.01)
+        assert not stuck.done()  # the only slot is taken when this loop ends
+
+    # A loop dropped without cancelling its tasks (asyncio.run would cancel them, and the
+    # read's ``finally`` would give its slot back): the slot is never released there.
+    old_loop = asyncio.new_event_loop()
+    # The abandoned task is reported when collected ("destroyed but it is pending"): expected.
+    old_loop.set_exception_handler(lambda _loop, _context: None)
+    try:
+        old_loop.run_until_complete(abandon())
+    finally:
+        old_loop.close()
+
+    async def read() -> str | None:
+        return await asyncio.wait_for(batcher.get(SCOPE, "t-2", 1), timeout=2)
+
+    assert asyncio.run(read()) == '{"id":"t-2"}'
