@@ -3,9 +3,10 @@
 Why libsodium (PyNaCl, also maintained by PyCA) for the verification itself and
 ``cryptography`` for everything else: the check runs once per request on fresh tokens, and on
 the bench machines libsodium's ``crypto_sign_open`` takes about half the CPU of OpenSSL's
-Ed25519 verify (``bench/README.md``, benchmark 1 reports both). libsodium is also the stricter
-verifier: it refuses a non-canonical ``S`` (S ≥ L, RFC 8032 §5.1.7 step 1), small-order or
-non-canonical ``R`` and ``A``, so no signature OpenSSL would refuse is accepted here.
+Ed25519 verify (``bench/README.md``, benchmark 1 reports both). libsodium's checks are strict,
+which fits a verifier that fails closed: it refuses a non-canonical ``S`` (S ≥ L, RFC 8032
+§5.1.7 step 1) and small-order or non-canonical ``R`` and ``A``; the tests pin agreement with
+OpenSSL on valid signatures and refusal of tampered, truncated and malleated ones.
 
 Keys reach this class only through ``jwks.parse_jwks`` (length, canonical encoding, on the
 curve, not small order: ``jose_strict.check_ed25519_public_bytes``).
