@@ -14,7 +14,7 @@ here, cheaply, instead of opening more backends for PostgreSQL to schedule on th
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 
@@ -40,14 +40,21 @@ class ReadPool:
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         """One statement in autocommit on a pooled connection; its first column or None."""
-        return await self._run(False, query, args)
+        return await self._run("value", query, args)
+
+    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+        """One statement in autocommit on a pooled connection; its first row or None."""
+        row: asyncpg.Record | None = await self._run("row", query, args)
+        return row
 
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         """One statement in autocommit on a pooled connection; all its rows."""
-        rows: list[asyncpg.Record] = await self._run(True, query, args)
+        rows: list[asyncpg.Record] = await self._run("rows", query, args)
         return rows
 
-    async def _run(self, all_rows: bool, query: str, args: tuple[Any, ...]) -> Any:
+    async def _run(
+        self, shape: Literal["value", "row", "rows"], query: str, args: tuple[Any, ...]
+    ) -> Any:
         self._bind()
         async with self._slots:
             conn = None
@@ -59,9 +66,12 @@ class ReadPool:
             if conn is None:
                 conn = await asyncpg.connect(**self._connect_kwargs)
             try:
-                value = await (
-                    conn.fetch(query, *args) if all_rows else conn.fetchval(query, *args)
-                )
+                if shape == "rows":
+                    value = await conn.fetch(query, *args)
+                elif shape == "row":
+                    value = await conn.fetchrow(query, *args)
+                else:
+                    value = await conn.fetchval(query, *args)
             except BaseException:
                 # Lost, cancelled mid-statement or failed: its state is unknown, never reuse it.
                 conn.terminate()

@@ -14,13 +14,20 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from app.db.engine import Database
+from app.db.models import TaskRow
 from app.security.caller import CallerScope
 from app.settings import Settings
-from app.tasks.batched_reads import GetTaskBatcher, TaskReadFailed
+from app.tasks import states
+from app.tasks.batched_reads import GetTaskBatcher, TaskReadFailed, task_text
+from app.tasks.outcome import TurnOutcome
+from app.tasks.repository import load_history, load_task
+from app.tasks.turn_writes import TurnWrites
+from app.tasks.wire import task_doc
 from app.testing.edge import EdgeHarness
-from tests.tasks.conftest import SCOPE, accept, send_params
+from tests.tasks.conftest import SCOPE, accept, hold_lease, send_params
 
 OTHER = CallerScope(tenant="demo", identity="user-2")
 
@@ -155,14 +162,16 @@ class _StuckThenFine:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def fetchval(self, query: str, *args: Any) -> Any:
+    async def fetchrow(self, query: str, *args: Any) -> Any:
         self.calls += 1
         if self.calls == 1:
             await asyncio.Event().wait()
-        return f'{{"id":"{args[2]}"}}'
+        return (args[2], "c", "{}", None, None, [])
 
     async def fetch(self, query: str, *args: Any) -> list[Any]:
-        return [(n, f'{{"id":"{task_id}"}}') for n, task_id in enumerate(args[2], start=1)]
+        return [
+            (n, task_id, "c", "{}", None, None, []) for n, task_id in enumerate(args[2], start=1)
+        ]
 
 
 def test_a_new_event_loop_starts_over() -> None:
@@ -187,4 +196,52 @@ def test_a_new_event_loop_starts_over() -> None:
     async def read() -> str | None:
         return await asyncio.wait_for(batcher.get(SCOPE, "t-2", 1), timeout=2)
 
-    assert asyncio.run(read()) == '{"id":"t-2"}'
+    assert asyncio.run(read()) == '{"id":"t-2","contextId":"c","status":{}}'
+
+
+@pytest.mark.postgres
+async def test_the_text_is_the_orm_document_single_and_batched(
+    pg_database: Database, settings: Settings
+) -> None:
+    # Every piece present: two turns of history, artifacts, metadata with characters that
+    # need escaping; the database's text and ``task_doc`` (the SQLite path) must agree.
+    task_id = (await accept(pg_database, settings, message_id="m-0")).task.id
+    writes = TurnWrites(pg_database, settings)
+    fence = await hold_lease(pg_database)
+    artifact = {"artifactId": "a-1", "parts": [{"text": 'quote " and \\ and é'}]}
+    assert await writes.mark_working(SCOPE, task_id, fence)
+    assert await writes.finish(
+        SCOPE, task_id, fence, TurnOutcome(states.COMPLETED, "done", artifacts=(artifact,))
+    )
+    async with pg_database.transaction() as session:
+        await session.execute(
+            update(TaskRow)
+            .where(TaskRow.tenant == SCOPE.tenant, TaskRow.id == task_id)
+            .values(metadata_={"k": ["ü", None, 1.5], "nested": {"a": "\n"}})
+        )
+    for limit in (0, 1, 2, 10):
+        async with pg_database.transaction() as session:
+            row = await load_task(session, SCOPE, task_id)
+            assert row is not None
+            expected = task_doc(row, history=await load_history(session, SCOPE, task_id, limit))
+        alone = await _batcher(pg_database).get(SCOPE, task_id, limit)
+        batcher = _batcher(pg_database, max_in_flight=1)
+        grouped = await asyncio.gather(*(batcher.get(SCOPE, task_id, limit) for _ in range(3)))
+        assert batcher.statements == 2  # one alone, two in one batch
+        for text in [alone, *grouped]:
+            assert text is not None
+            assert json.loads(text) == expected, limit
+
+
+def test_task_text_encodes_the_ids_and_leaves_out_empty_pieces() -> None:
+    text = task_text(('t"1', "c\\1", '{"state": "x"}', None, None, []))
+    assert json.loads(text) == {"id": 't"1', "contextId": "c\\1", "status": {"state": "x"}}
+    full = task_text(("t", "c", "{}", "[1]", '{"m": 1}', ['{"n": 2}', '{"n": 1}']))
+    assert json.loads(full) == {
+        "id": "t",
+        "contextId": "c",
+        "status": {},
+        "artifacts": [1],
+        "history": [{"n": 1}, {"n": 2}],  # oldest first
+        "metadata": {"m": 1},
+    }
