@@ -1,14 +1,20 @@
 """The turn driver of benchmarks 4 and 6: identities send ``SendMessage`` turns (fresh token
-each) and wait for each turn's terminal push at the bench's receiver."""
+each) and wait for each turn's terminal push at the bench's receiver.
+
+The driver is the load generator and shares the two cores with the edge, its worker and
+PostgreSQL, so it must cost little per turn: each identity keeps its own HTTP/1.1 keep-alive
+connection written with asyncio streams (as ``bench.pyload`` does). With httpx the driver
+took more CPU per turn than the worker and bounded the benchmark (bench/README).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import httpx
+from urllib.parse import urlsplit
 
 from bench import wire
 from bench.config import TENANT
@@ -32,17 +38,53 @@ class TurnStats:
 
 class TurnDriver:
     def __init__(self, url: str, gateway: BenchGateway, receiver: PushReceiver, audience: str):
-        self._url = url
         self._gateway = gateway
         self._receiver = receiver
         self._audience = audience
-        self._client = httpx.AsyncClient(
-            timeout=60, limits=httpx.Limits(max_connections=128, max_keepalive_connections=128)
-        )
+        parts = urlsplit(url)
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or 80
+        self._path = parts.path or "/"
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self._n = 0
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for _, writer in self._idle:
+            writer.close()
+        self._idle.clear()
+
+    async def _post(self, body: str, token: str) -> bytes:
+        """One POST on a pooled keep-alive connection; the answer's body (any status)."""
+        data = body.encode()
+        request = (
+            f"POST {self._path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
+            f"Authorization: Bearer {token}\r\nA2A-Version: 1.0\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode() + data
+        for fresh in (False, True):
+            if self._idle and not fresh:
+                reader, writer = self._idle.pop()
+            else:
+                reader, writer = await asyncio.open_connection(self._host, self._port)
+            try:
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (ConnectionError, asyncio.IncompleteReadError):
+                # A keep-alive connection the server closed while idle (uvicorn's 5 s keep-alive
+                # timeout; turns wait for pushes): resend on a new one. SendMessage is
+                # idempotent on the messageId, so a resend never starts a second turn.
+                writer.close()
+                if fresh:
+                    raise
+                continue
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:].strip())
+            answer = await reader.readexactly(length)
+            self._idle.append((reader, writer))
+            return answer
+        raise AssertionError("unreachable")
 
     async def turn(self, identity: str, stats: TurnStats, push_timeout: float = 30.0) -> None:
         self._n += 1
@@ -53,20 +95,9 @@ class TurnDriver:
         sent = time.time()
         if not stats.first_send:
             stats.first_send = sent
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "A2A-Version": "1.0",
-            "Content-Type": "application/json",
-        }
-        try:
-            response = await self._client.post(self._url, content=body, headers=headers)
-        except (httpx.ReadError, httpx.RemoteProtocolError):
-            # A keep-alive connection the server closed while idle (uvicorn's 5 s keep-alive
-            # timeout; turns wait for pushes): resend. SendMessage is idempotent on the
-            # messageId, so a resend never starts a second turn.
-            response = await self._client.post(self._url, content=body, headers=headers)
+        answer = await self._post(body, token)
         accepted_at = time.time()
-        doc = response.json()
+        doc = json.loads(answer)
         task_id = doc.get("result", {}).get("task", {}).get("id")
         if not task_id:
             stats.failed += 1

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import NullPool
 
-from app.db.read_pool import ReadPool
+from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
 
 _SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
@@ -71,11 +71,12 @@ class Database:
         if self.dialect == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        # Hot single-statement reads (GetTask) bypass the SQLAlchemy pool (app/db/read_pool.py).
+        # Hot single statements (GetTask, the turn pipeline) bypass the SQLAlchemy pool
+        # (app/db/statement_pool.py).
         # A quarter of the pool size (8 by default): measured on 2 cores, 8 connections
         # answered c = 16/64 faster than 4, 16 or 32, with a third of the p99 (bench/README).
-        self.read_pool: ReadPool | None = (
-            ReadPool(self._read_connect_args(), size=max(2, pool_size // 4))
+        self.statement_pool: StatementPool | None = (
+            StatementPool(self._read_connect_args(), size=max(2, pool_size // 4))
             if self.dialect == "postgresql"
             else None
         )
@@ -114,6 +115,6 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
-        if self.read_pool is not None:
-            await self.read_pool.close()
+        if self.statement_pool is not None:
+            await self.statement_pool.close()
         await self.engine.dispose()

@@ -21,7 +21,7 @@ process on SQLite (one process). SQLite keeps naive UTC; we read every timestamp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,10 +34,13 @@ from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
 from app.push.outbox import CANCELED, DEAD, DELIVERED, PENDING
 from app.push.policy import Decision, Verdict
+from app.push.store_pg import Checked, claim_pg, payload_of, record_pg, still_ours_pg
 from app.push.wakeup import CHANNEL, notify_local
 
 # pg_advisory_xact_lock key for the claim step ("lp_claim" as an int64).
 _CLAIM_LOCK_KEY = 0x6C705F636C61696D
+# Bound on re-check clock readings kept for pushes on the wire (far above any concurrency).
+_MAX_CHECKED = 4096
 
 
 def as_utc(value: datetime) -> datetime:
@@ -73,6 +76,31 @@ class ClaimedPush:
     auth_credentials_enc: str | None
 
 
+def _claimed(
+    row: Mapping[str, Any], payload: dict[str, Any], target: Mapping[str, Any]
+) -> ClaimedPush:
+    """A ``ClaimedPush`` from an outbox row's columns and its push target's (``url`` None:
+    the config was deleted after the row was queued)."""
+    return ClaimedPush(
+        id=row["id"],
+        tenant=row["tenant"],
+        identity=row["identity"],
+        task_id=row["task_id"],
+        config_id=row["config_id"],
+        kind=row["kind"],
+        message_key=row["message_key"],
+        payload=payload,
+        attempts=row["attempts"],
+        unauthorized_attempts=row["unauthorized_attempts"],
+        first_attempt_at=as_utc(row["first_attempt_at"] or row["created_at"]),
+        created_at=as_utc(row["created_at"]),
+        url=target["url"],
+        token_enc=target["token_enc"],
+        auth_scheme=target["auth_scheme"],
+        auth_credentials_enc=target["auth_credentials_enc"],
+    )
+
+
 @dataclass(frozen=True)
 class OutboxGauges:
     depth: int
@@ -84,6 +112,8 @@ class OutboxStore:
         self.db = db
         self.owner = owner
         self.lease = timedelta(seconds=lease_seconds)
+        # PostgreSQL: the re-check's clock reading per push on the wire (``store_pg.Checked``).
+        self._checked: dict[int, Checked] = {}
 
     async def now(self, session: AsyncSession) -> datetime:
         return await db_now(self.db, session)
@@ -94,6 +124,12 @@ class OutboxStore:
         """Lease up to ``limit`` eligible rows (at most one per task) for this owner."""
         if limit <= 0:
             return []
+        pool = self.db.statement_pool
+        if pool is not None:
+            leased = await claim_pg(
+                pool, owner=self.owner, lease=self.lease, limit=limit, lock_key=_CLAIM_LOCK_KEY
+            )
+            return [_claimed(r, payload_of(r), r) for r in leased]
         async with self.db.transaction() as session:
             if not self.db.is_sqlite:
                 await session.execute(
@@ -180,33 +216,27 @@ class OutboxStore:
             .order_by(o.id)
         )
         claimed = []
-        for row, url, token_enc, scheme, creds in (await session.execute(query)).all():
-            claimed.append(
-                ClaimedPush(
-                    id=row.id,
-                    tenant=row.tenant,
-                    identity=row.identity,
-                    task_id=row.task_id,
-                    config_id=row.config_id,
-                    kind=row.kind,
-                    message_key=row.message_key,
-                    payload=row.payload,
-                    attempts=row.attempts,
-                    unauthorized_attempts=row.unauthorized_attempts,
-                    first_attempt_at=as_utc(row.first_attempt_at or row.created_at),
-                    created_at=as_utc(row.created_at),
-                    url=url,
-                    token_enc=token_enc,
-                    auth_scheme=scheme,
-                    auth_credentials_enc=creds,
-                )
-            )
+        for row, url, token, scheme, creds in (await session.execute(query)).all():
+            target = {
+                "url": url,
+                "token_enc": token,
+                "auth_scheme": scheme,
+                "auth_credentials_enc": creds,
+            }
+            claimed.append(_claimed(vars(row), row.payload, target))
         return claimed
 
     # --- around an attempt ---------------------------------------------------------------------
 
     async def still_ours(self, push: ClaimedPush) -> bool:
         """Right before sending: still pending (not canceled) and still leased to us."""
+        if self.db.statement_pool is not None:
+            checked = await still_ours_pg(self.db.statement_pool, push.id, self.owner)
+            if checked is not None:
+                self._checked[push.id] = checked
+                if len(self._checked) > _MAX_CHECKED:  # an attempt that never recorded
+                    self._checked.pop(next(iter(self._checked)))
+            return checked is not None
         async with self.db.transaction() as session:
             row = (
                 await session.execute(
@@ -221,6 +251,10 @@ class OutboxStore:
         self, push: ClaimedPush, status: int | None, decide: Callable[[datetime], Decision]
     ) -> Decision | None:
         """Write the outcome if the row is still ours and pending; None if it was not."""
+        if self.db.statement_pool is not None:
+            checked = self._checked.pop(push.id, None)
+            pool = self.db.statement_pool
+            return await record_pg(pool, push.id, self.owner, status, decide, checked)
         async with self.db.transaction() as session:
             now = await self.now(session)
             decision = decide(now)

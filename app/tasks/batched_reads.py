@@ -34,7 +34,7 @@ from app.security.caller import CallerScope
 # (``jsonb_build_object(…) || … ::text``, as before): every ``||`` copies the whole document
 # again, and building it was ~40 % of the statement's server time at concurrency 1
 # (bench/README); handing back each stored value's text and joining strings is cheaper.
-_TASK_COLUMNS = """
+TASK_COLUMNS_SQL = """
   t.id, t.context_id, t.status::text,
   CASE WHEN jsonb_array_length(t.artifacts) > 0 THEN t.artifacts::text END,
   CASE WHEN t.metadata <> '{}'::jsonb THEN t.metadata::text END,
@@ -49,7 +49,7 @@ _TASK_COLUMNS = """
 # formatted into SQL, every value is a bind parameter.)
 GET_TASKS_SQL = (
     "SELECT k.n, "  # noqa: S608 (constant fragments only)
-    + _TASK_COLUMNS.replace("@TENANT", "k.tenant").replace("@LIMIT", "k.lim")
+    + TASK_COLUMNS_SQL.replace("@TENANT", "k.tenant").replace("@LIMIT", "k.lim")
     + """
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
        WITH ORDINALITY AS k(tenant, identity, id, lim, n)
@@ -60,7 +60,7 @@ GET_TASKS_SQL = (
 # The same pieces for one key: what a read that finds no queue sends alone.
 GET_TASK_SQL = (
     "SELECT "  # noqa: S608 (constant fragments only)
-    + _TASK_COLUMNS.replace("@TENANT", "$1").replace("@LIMIT", "$4")
+    + TASK_COLUMNS_SQL.replace("@TENANT", "$1").replace("@LIMIT", "$4")
     + """
   FROM tasks t
  WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
@@ -69,7 +69,7 @@ GET_TASK_SQL = (
 
 
 def task_text(columns: Sequence[Any]) -> str:
-    """The protobuf-JSON Task text from the ``_TASK_COLUMNS`` values (in that order).
+    """The protobuf-JSON Task text from the ``TASK_COLUMNS_SQL`` values (in that order).
 
     Every stored piece is JSON the edge wrote itself (validated on write, ``app.tasks.wire``)
     and arrives as PostgreSQL's text of that value; only the two ids are encoded here.
@@ -94,7 +94,7 @@ MAX_BATCH = 64
 
 
 class StatementRunner(Protocol):
-    """What runs the statements: ``app.db.read_pool.ReadPool``."""
+    """What runs the statements: ``app.db.statement_pool.StatementPool``."""
 
     async def fetchrow(self, query: str, *args: Any) -> Sequence[Any] | None: ...
     async def fetch(self, query: str, *args: Any) -> Sequence[Any]: ...

@@ -25,6 +25,14 @@ class Fence:
     token: int  # actors.fence value the worker got when claiming
 
 
+# The same condition for hand-written PostgreSQL statements: parameters $1 tenant,
+# $2 identity, $3 fence token, $4 lease owner.
+FENCE_SQL = """EXISTS (
+    SELECT 1 FROM actors a
+     WHERE a.tenant = $1 AND a.identity = $2 AND a.fence = $3 AND a.lease_owner = $4
+       AND a.lease_until > now())"""
+
+
 def db_now(is_sqlite: bool) -> ColumnElement[Any]:
     """The database's clock for lease comparisons.
 

@@ -62,7 +62,7 @@ class TaskQueries:
     def __init__(self, db: Database, *, default_history_length: int) -> None:
         self._db = db
         self._default_history = default_history_length
-        self._batcher = None if db.read_pool is None else GetTaskBatcher(db.read_pool)
+        self._batcher = None if db.statement_pool is None else GetTaskBatcher(db.statement_pool)
 
     async def get(
         self, scope: CallerScope, task_id: str, history_length: int | None
@@ -96,7 +96,7 @@ class TaskQueries:
         # Hand-written on raw driver connections: through the ORM this read was 4 round trips
         # (BEGIN, task, history, COMMIT) and ~60 % of a verified GetTask's CPU, and a checkout
         # from the SQLAlchemy pool alone costs more CPU than the statement (bench/README,
-        # app/db/read_pool.py). One SELECT is its own snapshot, so no explicit transaction;
+        # app/db/statement_pool.py). One SELECT is its own snapshot, so no explicit transaction;
         # concurrent reads share one statement (app/tasks/batched_reads.py). Same scope:
         # tenant AND identity AND id, so another caller's task is simply not found. The
         # document comes back as text and is spliced into the answer (no decode + re-encode).

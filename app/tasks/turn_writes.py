@@ -31,6 +31,7 @@ from app.tasks import states
 from app.tasks.fence import Fence, fence_holds
 from app.tasks.outcome import TurnOutcome
 from app.tasks.repository import append_history, load_history, load_task, next_history_seq
+from app.tasks.turn_writes_pg import finish_pg, mark_working_pg, snapshot_pg
 from app.tasks.wire import agent_message, normalise, shown, status_doc, task_doc, utcnow
 
 
@@ -68,6 +69,8 @@ class TurnWrites:
 
         False: canceled, terminal, or the fence was lost — make no agent call.
         """
+        if self._db.statement_pool is not None:
+            return await mark_working_pg(self._db.statement_pool, scope, task_id, fence)
         now = utcnow()
         async with self._db.transaction() as session:
             result = await session.execute(
@@ -120,6 +123,10 @@ class TurnWrites:
         True (replay); anything else refused."""
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
+        if self._db.statement_pool is not None:
+            return await finish_pg(
+                self._db.statement_pool, scope, task_id, fence, outcome, _WORKING_ONLY
+            )
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:
@@ -185,6 +192,14 @@ class TurnWrites:
         return True
 
     async def load_turn_context(self, scope: CallerScope, task_id: str) -> TaskSnapshot:
+        if self._db.statement_pool is not None:
+            found = await snapshot_pg(self._db.statement_pool, scope, task_id)
+            if found is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            task, state = found
+            history = list(task.get("history", []))
+            context_id = str(task["contextId"])
+            return TaskSnapshot(task=task, history=history, state=state, context_id=context_id)
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:

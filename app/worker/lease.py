@@ -104,6 +104,34 @@ def _lease_free(db: Database) -> ColumnElement[bool]:
     return or_(ActorRow.lease_until.is_(None), ActorRow.lease_until <= db_now(db.is_sqlite))
 
 
+# The same claim as one hand-written statement for the statement pool (PostgreSQL): through
+# the ORM it cost a ``SET LOCAL`` round trip and ~1 ms of worker CPU per wake-up
+# (bench/README). $1 owner, $2 lease seconds, $3 limit, $4 unfinished turn statuses.
+_CLAIM_SQL = """
+UPDATE actors a
+   SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::float8),
+       fence = a.fence + 1, updated_at = now()
+ WHERE (a.tenant, a.identity) IN (
+         SELECT c.tenant, c.identity
+           FROM actors c
+          WHERE (c.lease_until IS NULL OR c.lease_until <= now())
+            AND EXISTS (
+                  SELECT 1 FROM turns h
+                   WHERE h.tenant = c.tenant AND h.identity = c.identity
+                     AND h.status = ANY($4::text[])
+                     AND (h.not_before IS NULL OR h.not_before <= now())
+                     AND NOT EXISTS (
+                           SELECT 1 FROM turns e
+                            WHERE e.tenant = h.tenant AND e.identity = h.identity
+                              AND e.status = ANY($4::text[]) AND e.id < h.id))
+          ORDER BY c.updated_at, c.tenant, c.identity
+          LIMIT $3
+          FOR UPDATE OF c SKIP LOCKED)
+   AND (a.lease_until IS NULL OR a.lease_until <= now())
+RETURNING a.tenant, a.identity, a.fence
+"""
+
+
 async def claim(db: Database, *, owner: str, limit: int, lease_seconds: float) -> list[Lease]:
     """Claim up to ``limit`` identities with due work; returns the new leases.
 
@@ -113,6 +141,15 @@ async def claim(db: Database, *, owner: str, limit: int, lease_seconds: float) -
     """
     if limit <= 0:
         return []
+    if db.statement_pool is not None:
+        # One autocommit statement: its row locks last only while it runs.
+        found = await db.statement_pool.fetch(
+            _CLAIM_SQL, owner, float(lease_seconds), limit, list(UNFINISHED)
+        )
+        return [
+            Lease(CallerScope(tenant=t, identity=i), Fence(owner=owner, token=int(f)))
+            for t, i, f in found
+        ]
     candidates = (
         select(ActorRow.tenant, ActorRow.identity)
         .where(_lease_free(db), _head_is_due(db))
@@ -174,8 +211,22 @@ async def extend(db: Database, leases: Iterable[Lease], *, lease_seconds: float)
     return extended
 
 
+_RELEASE_SQL = """
+UPDATE actors SET lease_owner = NULL, lease_until = NULL
+ WHERE tenant = $1 AND identity = $2 AND fence = $3 AND lease_owner = $4
+RETURNING 1
+"""
+
+
 async def release(db: Database, lease: Lease) -> bool:
     """Give the identity back (only if still ours): the next claim may come from anyone."""
+    if db.statement_pool is not None:
+        # One autocommit statement (app/db/statement_pool.py): no transaction left open.
+        scope, fence = lease.scope, lease.fence
+        done = await db.statement_pool.fetchval(
+            _RELEASE_SQL, scope.tenant, scope.identity, fence.token, fence.owner
+        )
+        return done is not None
     async with locking_transaction(db) as s:
         result = await s.execute(
             update(ActorRow)

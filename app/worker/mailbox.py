@@ -7,6 +7,7 @@ zombie worker that lost its lease cannot move a turn the new holder owns.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ from sqlalchemy import or_, select, update
 
 from app.db.engine import Database
 from app.db.models import TurnRow
-from app.tasks.fence import db_now, fence_holds
+from app.db.statement_pool import StatementPool
+from app.tasks.fence import FENCE_SQL, db_now, fence_holds
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
 from app.worker.lease import UNFINISHED, Lease, lease_deadline, locking_transaction
 
@@ -23,6 +25,39 @@ ERROR_TIMEOUT = "timeout"
 ERROR_AGENT = "agent_error"
 ERROR_INTERRUPTED = "interrupted"
 ERROR_REFUSED = "write_refused"
+
+# PostgreSQL: each unit below is one autocommit statement on the statement pool. Through the
+# ORM each was a transaction of 3-4 round trips (BEGIN, ``SET LOCAL``, the statement, COMMIT)
+# and ~1 ms of worker CPU; the turn benchmark was bound by them (bench/README). Same rules as
+# the ORM statements: scope, unfinished status and the fence (``app.tasks.fence.FENCE_SQL``)
+# in the same WHERE, the database clock for every time.
+_HEAD_SQL = """
+SELECT id, task_id, message_id, kind, status, attempts, payload::text,
+       (not_before IS NULL OR not_before <= now()) AS due
+  FROM turns
+ WHERE tenant = $1 AND identity = $2 AND status = ANY($3::text[])
+ ORDER BY id
+ LIMIT 1
+"""
+
+# $5 turn id; $6 new status; $7 attempts delta; $8 seconds until due (NULL: keep
+# not_before); $9 whether to set last_error, $10 its value.
+_FENCED_UPDATE_SQL = (
+    """
+UPDATE turns
+   SET status = $6,
+       attempts = attempts + $7,
+       not_before = CASE WHEN $8::float8 IS NULL THEN not_before
+                         ELSE now() + make_interval(secs => $8::float8) END,
+       last_error = CASE WHEN $9::bool THEN $10::text ELSE last_error END,
+       updated_at = now()
+ WHERE id = $5 AND tenant = $1 AND identity = $2 AND status = ANY($11::text[])
+   AND """
+    + FENCE_SQL
+    + """
+RETURNING 1
+"""
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +74,8 @@ class QueuedTurn:
 async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
     """The identity's lowest unfinished turn if it is due, else ``None`` (drain stops)."""
     scope = lease.scope
+    if db.statement_pool is not None:
+        return await _head_turn_pg(db.statement_pool, lease)
     async with db.transaction() as s:
         row = (
             await s.execute(
@@ -78,6 +115,53 @@ async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
         )
 
 
+async def _head_turn_pg(pool: StatementPool, lease: Lease) -> QueuedTurn | None:
+    row = await pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity, list(UNFINISHED))
+    if row is None or not row["due"]:
+        return None
+    return QueuedTurn(
+        id=row["id"],
+        task_id=row["task_id"],
+        message_id=row["message_id"],
+        kind=row["kind"],
+        status=row["status"],
+        attempts=row["attempts"],
+        payload=json.loads(row["payload"]) if row["payload"] else {},
+    )
+
+
+@dataclass(frozen=True)
+class _TurnChange:
+    """What one fenced turn update sets (the PostgreSQL statement's parameters)."""
+
+    status: str
+    attempts_delta: int = 0
+    due_in: float | None = None  # seconds from now; None keeps not_before
+    set_error: bool = False
+    error: str | None = None
+
+
+async def _fenced_update_pg(
+    pool: StatementPool, lease: Lease, turn_id: int, change: _TurnChange
+) -> bool:
+    scope, fence = lease.scope, lease.fence
+    applied = await pool.fetchval(
+        _FENCED_UPDATE_SQL,
+        scope.tenant,
+        scope.identity,
+        fence.token,
+        fence.owner,
+        turn_id,
+        change.status,
+        change.attempts_delta,
+        change.due_in,
+        change.set_error,
+        change.error,
+        list(UNFINISHED),
+    )
+    return applied is not None
+
+
 async def _fenced_update(db: Database, lease: Lease, turn_id: int, **values: Any) -> bool:
     stmt = (
         update(TurnRow)
@@ -99,6 +183,9 @@ async def _fenced_update(db: Database, lease: Lease, turn_id: int, **values: Any
 async def begin_attempt(db: Database, lease: Lease, turn: QueuedTurn) -> bool:
     """``running`` and one more attempt, before anything else happens: a worker that dies
     mid-turn leaves ``running`` behind and its attempt has been counted."""
+    if db.statement_pool is not None:
+        change = _TurnChange(TURN_RUNNING, attempts_delta=1)
+        return await _fenced_update_pg(db.statement_pool, lease, turn.id, change)
     return await _fenced_update(
         db, lease, turn.id, status=TURN_RUNNING, attempts=TurnRow.attempts + 1
     )
@@ -108,6 +195,9 @@ async def settle(
     db: Database, lease: Lease, turn_id: int, status: str, *, error: str | None = None
 ) -> bool:
     """Final turn status: ``done`` | ``dead`` | ``canceled``."""
+    if db.statement_pool is not None:
+        change = _TurnChange(status, set_error=True, error=error)
+        return await _fenced_update_pg(db.statement_pool, lease, turn_id, change)
     return await _fenced_update(db, lease, turn_id, status=status, last_error=error)
 
 
@@ -115,6 +205,9 @@ async def retry_later(
     db: Database, lease: Lease, turn_id: int, *, delay: float, error: str
 ) -> bool:
     """Back to ``queued``, not before ``now + delay`` (the identity's later turns wait)."""
+    if db.statement_pool is not None:
+        change = _TurnChange(TURN_QUEUED, due_in=float(delay), set_error=True, error=error)
+        return await _fenced_update_pg(db.statement_pool, lease, turn_id, change)
     return await _fenced_update(
         db,
         lease,
@@ -127,6 +220,11 @@ async def retry_later(
 
 async def give_back(db: Database, lease: Lease, turn_id: int) -> bool:
     """Shutdown interrupted the turn: queue it again and do not count the attempt."""
+    if db.statement_pool is not None:
+        change = _TurnChange(
+            TURN_QUEUED, attempts_delta=-1, set_error=True, error=ERROR_INTERRUPTED
+        )
+        return await _fenced_update_pg(db.statement_pool, lease, turn_id, change)
     return await _fenced_update(
         db,
         lease,

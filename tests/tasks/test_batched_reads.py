@@ -40,8 +40,8 @@ async def pg_database(pg_url: str) -> AsyncIterator[Database]:
 
 
 def _batcher(db: Database, **kwargs: Any) -> GetTaskBatcher:
-    assert db.read_pool is not None
-    return GetTaskBatcher(db.read_pool, **kwargs)
+    assert db.statement_pool is not None
+    return GetTaskBatcher(db.statement_pool, **kwargs)
 
 
 @pytest.mark.postgres
@@ -95,8 +95,8 @@ async def test_a_failed_statement_fails_its_batch_only(
 ) -> None:
     task_id = (await accept(pg_database, settings)).task.id
     batcher = _batcher(pg_database, max_in_flight=1)
-    assert pg_database.read_pool is not None
-    real_fetch = pg_database.read_pool.fetch
+    assert pg_database.statement_pool is not None
+    real_fetch = pg_database.statement_pool.fetch
     calls = 0
 
     async def failing_once(query: str, *args: Any) -> Any:
@@ -106,7 +106,7 @@ async def test_a_failed_statement_fails_its_batch_only(
             raise ConnectionResetError("lost")
         return await real_fetch(query, *args)
 
-    monkeypatch.setattr(pg_database.read_pool, "fetch", failing_once)
+    monkeypatch.setattr(pg_database.statement_pool, "fetch", failing_once)
     first = asyncio.ensure_future(batcher.get(SCOPE, task_id, 1))  # goes alone
     await asyncio.sleep(0)
     batch = [asyncio.ensure_future(batcher.get(SCOPE, task_id, 1)) for _ in range(3)]

@@ -1,4 +1,4 @@
-"""The GetTask read pool (app/db/read_pool.py): reuse, bound, and no reuse after a failure."""
+"""The GetTask read pool (app/db/statement_pool.py): reuse, bound, and no reuse after a failure."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ import asyncpg
 import pytest
 
 from app.db.engine import Database
-from app.db.read_pool import ReadPool
+from app.db.statement_pool import StatementPool
 
 
-def _pool(db: Database) -> ReadPool:
-    assert db.read_pool is not None
-    return db.read_pool
+def _pool(db: Database) -> StatementPool:
+    assert db.statement_pool is not None
+    return db.statement_pool
 
 
-async def test_sqlite_has_no_read_pool(sqlite_url: str) -> None:
+async def test_sqlite_has_no_statement_pool(sqlite_url: str) -> None:
     db = Database(sqlite_url)
     try:
-        assert db.read_pool is None
+        assert db.statement_pool is None
     finally:
         await db.dispose()
 
@@ -71,7 +71,7 @@ async def test_cancelled_statement_drops_its_connection(pg_url: str) -> None:
 
 @pytest.mark.postgres
 async def test_concurrent_reads_are_bounded_by_the_pool_size(pg_url: str) -> None:
-    pool = ReadPool(Database(pg_url)._driver_connect_args(), size=2)
+    pool = StatementPool(Database(pg_url)._driver_connect_args(), size=2)
     try:
         pids = await asyncio.gather(
             *(pool.fetchval("SELECT pg_backend_pid() FROM pg_sleep(0.05)") for _ in range(6))

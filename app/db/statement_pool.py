@@ -1,4 +1,6 @@
-"""A small pool of raw asyncpg connections for single-statement reads (GetTask).
+"""A small pool of raw asyncpg connections for single autocommit statements on PostgreSQL:
+GetTask reads, and the turn pipeline's one-statement units (the worker's fenced turn and task
+updates, its mailbox reads, lease release; ``app.worker.mailbox``, ``app.tasks.turn_writes_pg``).
 
 Why not the SQLAlchemy pool: a checkout and return through ``AsyncEngine.connect`` (greenlet
 hop, pool events, reset-on-return) costs ~95 µs of CPU around a ~20 µs ``fetchval``, and
@@ -7,19 +9,24 @@ runs alone in autocommit leaves no session state behind (no transaction, no ``SE
 ``LISTEN``), so a returned connection needs no reset. asyncpg prepares each statement once per
 connection and reuses it (its statement cache, ``statement_cache_size``).
 
-The semaphore bounds the concurrent reads to the pool size: at high concurrency requests wait
+A single statement is its own transaction: it holds row locks only while it runs, so these
+units need none of ``locking_transaction``'s idle-in-transaction guard.
+
+The semaphore bounds the concurrent statements to the pool size: at high concurrency requests wait
 here, cheaply, instead of opening more backends for PostgreSQL to schedule on the same cores.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import asyncpg
 
 
-class ReadPool:
+class StatementPool:
     def __init__(self, connect_kwargs: dict[str, Any], size: int) -> None:
         self._connect_kwargs = connect_kwargs
         self._size = size
@@ -55,6 +62,22 @@ class ReadPool:
     async def _run(
         self, shape: Literal["value", "row", "rows"], query: str, args: tuple[Any, ...]
     ) -> Any:
+        async with self._connection() as conn:
+            if shape == "rows":
+                return await conn.fetch(query, *args)
+            if shape == "row":
+                return await conn.fetchrow(query, *args)
+            return await conn.fetchval(query, *args)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection for a unit of several statements that leaves it as it found
+        it (a transaction it opens, it ends). Terminated instead of pooled on any error."""
+        async with self._connection() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
         self._bind()
         async with self._slots:
             conn = None
@@ -66,18 +89,12 @@ class ReadPool:
             if conn is None:
                 conn = await asyncpg.connect(**self._connect_kwargs)
             try:
-                if shape == "rows":
-                    value = await conn.fetch(query, *args)
-                elif shape == "row":
-                    value = await conn.fetchrow(query, *args)
-                else:
-                    value = await conn.fetchval(query, *args)
+                yield conn
             except BaseException:
                 # Lost, cancelled mid-statement or failed: its state is unknown, never reuse it.
                 conn.terminate()
                 raise
             self._idle.append(conn)
-            return value
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []

@@ -1,0 +1,148 @@
+"""PostgreSQL fast paths of the outbox store (``OutboxStore``), on the statement pool.
+
+Why: through the ORM one delivered push cost three transactions and ~14 round trips
+(claim: BEGIN, advisory lock, ``now()``, candidates, UPDATE, load, COMMIT; the re-check; the
+outcome: BEGIN, ``now()``, UPDATE, COMMIT), each paying SQLAlchemy's per-statement CPU, and the
+deliverer was a fifth of a turn worker's CPU (bench/README). Here the claim keeps its one
+transaction under the advisory lock but is three statements (lock and clock, candidates,
+lease-and-load), the re-check is one statement and the outcome two. The rules are
+``store.py``'s, statement for statement; SQLite keeps the ORM path, and both run the same
+outbox and delivery tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from app.db.statement_pool import StatementPool
+from app.push.outbox import DEAD, DELIVERED, PENDING
+from app.push.policy import Decision, Verdict
+
+# Opens the claim's transaction and takes its advisory lock in one round trip (simple query
+# protocol; the key is a constant of ``store.py``, never a value from outside).
+_BEGIN_LOCKED_SQL = "BEGIN; SELECT pg_advisory_xact_lock({key})"
+
+# In that transaction, after the lock (so this statement's snapshot sees every committed
+# claim): the due rows that are the lowest pending of their push target with no row of their
+# task on the wire (store.py, "Claiming"), the first per task, leased and read with their push
+# target. ``now()`` is the transaction's clock, as the ORM path reads it. $1 limit, $2 owner,
+# $3 lease seconds.
+_CLAIM_SQL = """
+WITH due AS (
+    SELECT o.id, o.tenant, o.task_id, o.next_attempt_at
+      FROM push_outbox o
+     WHERE o.status = 'pending' AND o.next_attempt_at <= now()
+       AND (o.lease_until IS NULL OR o.lease_until <= now())
+       AND NOT EXISTS (SELECT 1 FROM push_outbox e
+                        WHERE e.tenant = o.tenant AND e.task_id = o.task_id
+                          AND e.config_id = o.config_id AND e.status = 'pending'
+                          AND e.id < o.id)
+       AND NOT EXISTS (SELECT 1 FROM push_outbox f
+                        WHERE f.tenant = o.tenant AND f.task_id = o.task_id
+                          AND f.status = 'pending' AND f.lease_until > now())
+     ORDER BY o.next_attempt_at, o.id
+     LIMIT $1
+     FOR UPDATE OF o SKIP LOCKED
+), first_per_task AS (
+    SELECT DISTINCT ON (tenant, task_id) id
+      FROM due
+     ORDER BY tenant, task_id, next_attempt_at, id
+), leased AS (
+    UPDATE push_outbox
+       SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::float8),
+           attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
+     WHERE id IN (SELECT id FROM first_per_task)
+    RETURNING id, tenant, identity, task_id, config_id, kind, message_key, payload::text,
+              attempts, unauthorized_attempts, first_attempt_at, created_at
+)
+SELECT l.*, c.url, c.token_enc, c.auth_scheme, c.auth_credentials_enc
+  FROM leased l
+  LEFT JOIN push_configs c
+    ON c.tenant = l.tenant AND c.identity = l.identity AND c.task_id = l.task_id
+   AND c.id = l.config_id
+ ORDER BY l.id
+"""
+
+# The database clock comes back with the answer: the outcome's time is that clock plus the
+# attempt's elapsed time on this process's monotonic clock (one round trip less per push).
+_STILL_OURS_SQL = "SELECT now() FROM push_outbox WHERE id = $1 AND status = $2 AND lease_owner = $3"
+
+# $1 id, $2 owner, $3 new status, $4 now (delivered_at when delivered), $5 next attempt
+# (NULL keeps it), $6 unauthorized attempts, $7 last error, $8 last HTTP status.
+_RECORD_SQL = """
+UPDATE push_outbox
+   SET lease_owner = NULL, lease_until = NULL, status = $3::text,
+       delivered_at = CASE WHEN $3::text = 'delivered' THEN $4::timestamptz
+                           ELSE delivered_at END,
+       next_attempt_at = coalesce($5::timestamptz, next_attempt_at),
+       unauthorized_attempts = $6::int, last_error = $7::text, last_status = $8::int
+ WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+RETURNING 1
+"""
+
+
+async def claim_pg(
+    pool: StatementPool, *, owner: str, lease: timedelta, limit: int, lock_key: int
+) -> list[asyncpg.Record]:
+    """The leased rows with their push target's columns (``payload`` as JSON text)."""
+    async with pool.connection() as conn:
+        await conn.execute(_BEGIN_LOCKED_SQL.format(key=int(lock_key)))
+        leased: list[asyncpg.Record] = await conn.fetch(
+            _CLAIM_SQL, limit, owner, lease.total_seconds()
+        )
+        await conn.execute("COMMIT")  # an error above drops the connection, and its lock
+    return leased
+
+
+def payload_of(record: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(record["payload"])
+    return doc
+
+
+@dataclass(frozen=True)
+class Checked:
+    """When the re-check before a send ran: the database clock and this process's."""
+
+    db_now: datetime
+    monotonic: float
+
+    def now(self) -> datetime:
+        return self.db_now + timedelta(seconds=time.monotonic() - self.monotonic)
+
+
+async def still_ours_pg(pool: StatementPool, push_id: int, owner: str) -> Checked | None:
+    db_now = await pool.fetchval(_STILL_OURS_SQL, push_id, PENDING, owner)
+    return None if db_now is None else Checked(db_now, time.monotonic())
+
+
+async def record_pg(
+    pool: StatementPool,
+    push_id: int,
+    owner: str,
+    status: int | None,
+    decide: Callable[[datetime], Decision],
+    checked: Checked | None,
+) -> Decision | None:
+    now: datetime = checked.now() if checked is not None else await pool.fetchval("SELECT now()")
+    decision = decide(now)
+    new_status = {Verdict.DELIVERED: DELIVERED, Verdict.DEAD: DEAD}.get(decision.verdict, PENDING)
+    next_attempt = decision.next_attempt_at if new_status == PENDING else None
+    applied = await pool.fetchval(
+        _RECORD_SQL,
+        push_id,
+        owner,
+        new_status,
+        now,
+        next_attempt,
+        decision.unauthorized_attempts,
+        decision.error,
+        status,
+    )
+    return decision if applied is not None else None

@@ -1,0 +1,194 @@
+"""PostgreSQL fast paths of the turn's guarded writes (``TurnWrites``), on the statement pool.
+
+Why: through the ORM, ``finish`` was one transaction of ~9 round trips (BEGIN, task read,
+guarded UPDATE, ``max(seq)``, history INSERT, push-config read, outbox INSERT, ``pg_notify``,
+COMMIT) and ``mark_working``/``load_turn_context`` 3-4 each, every one paying SQLAlchemy's
+per-statement CPU; a worker spent ~20 ms of CPU per echo turn, and the turn benchmark was bound
+by it (bench/README). Here: ``mark_working`` and ``load_turn_context`` are one statement each,
+``finish`` is one read and one write statement. Hand-written SQL on the driver because that
+per-statement cost was measured, not guessed; SQLite keeps the ORM path (``turn_writes.py``),
+and both run the same turn-writes, worker and crash tests.
+
+The rules are the ORM path's, in the same WHERE clauses: scope, allowed states, the fence
+(``FENCE_SQL``) and, for ``finish``, the version read (a concurrent change such as a cancel
+refuses the write). ``finish`` writes task, agent message and outbox rows in one statement
+(data-modifying CTEs, so it is atomic like the ORM transaction) and only if the guarded
+UPDATE applied; the history position it read is re-checked in that statement, so the agent
+message lands exactly where the read said (its interrupt key names that position).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.types import Artifact
+
+from app.db.statement_pool import StatementPool
+from app.push.wakeup import CHANNEL, notify_local
+from app.security.caller import CallerScope
+from app.tasks import states
+from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
+from app.tasks.fence import FENCE_SQL, Fence
+from app.tasks.outcome import TurnOutcome
+from app.tasks.wire import agent_message, normalise, status_doc, utcnow
+
+# $1 tenant, $2 identity, $3 fence token, $4 lease owner (FENCE_SQL); then per statement.
+_MARK_WORKING_SQL = (
+    """
+UPDATE tasks SET state = $5, status = $6::jsonb, updated_at = $7, version = version + 1
+ WHERE tenant = $1 AND identity = $2 AND id = $8 AND state = ANY($9::text[])
+   AND """
+    + FENCE_SQL
+    + """
+RETURNING 1
+"""
+)
+
+# The task's state and its protobuf-JSON pieces with the whole history (LIMIT NULL).
+_SNAPSHOT_SQL = (
+    "SELECT t.state, "  # noqa: S608 (constant fragments only)
+    + TASK_COLUMNS_SQL.replace("@TENANT", "$1").replace("@LIMIT", "NULL")
+    + """
+  FROM tasks t
+ WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
+"""
+)
+
+_FINISH_READ_SQL = """
+SELECT state, context_id, artifacts::text, version,
+       (SELECT coalesce(max(m.seq), 0) + 1 FROM task_messages m
+         WHERE m.tenant = $1 AND m.task_id = $3) AS next_seq
+  FROM tasks
+ WHERE tenant = $1 AND identity = $2 AND id = $3
+"""
+
+# $5 task id, $6 state, $7 status, $8 artifacts, $9 updated_at, $10 allowed states,
+# $11 version read, $12 history position read, $13 agent message (NULL: none),
+# $14 message key, $15 push payload, $16 wake-up channel.
+_FINISH_WRITE_SQL = (
+    """
+WITH task AS (
+    UPDATE tasks
+       SET state = $6, status = $7::jsonb, artifacts = $8::jsonb, updated_at = $9,
+           version = version + 1
+     WHERE tenant = $1 AND identity = $2 AND id = $5 AND state = ANY($10::text[])
+       AND version = $11
+       AND (SELECT coalesce(max(m.seq), 0) + 1 FROM task_messages m
+             WHERE m.tenant = $1 AND m.task_id = $5) = $12
+       AND """  # noqa: S608 (constant fragments only)
+    + FENCE_SQL
+    + """
+    RETURNING id
+), message AS (
+    INSERT INTO task_messages (tenant, task_id, seq, role, message)
+    SELECT $1, $5, $12, 'ROLE_AGENT', $13::jsonb FROM task WHERE $13::jsonb IS NOT NULL
+), push AS (
+    INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key, kind,
+                             payload, status, attempts)
+    SELECT $1, $2, $5, c.id, $14, 'final', $15::jsonb, 'pending', 0
+      FROM task, push_configs c
+     WHERE c.tenant = $1 AND c.identity = $2 AND c.task_id = $5
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM task) AS applied,
+       (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push) AS woken) AS pushes
+"""
+)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+async def mark_working_pg(
+    pool: StatementPool, scope: CallerScope, task_id: str, fence: Fence
+) -> bool:
+    now = utcnow()
+    applied = await pool.fetchval(
+        _MARK_WORKING_SQL,
+        scope.tenant,
+        scope.identity,
+        fence.token,
+        fence.owner,
+        states.WORKING,
+        _json(status_doc(states.WORKING, now)),
+        now,
+        task_id,
+        list(states.RUNNABLE),
+    )
+    return applied is not None
+
+
+async def snapshot_pg(
+    pool: StatementPool, scope: CallerScope, task_id: str
+) -> tuple[dict[str, Any], str] | None:
+    """The task as protobuf-JSON with its whole history, and its state; None if not found."""
+    row = await pool.fetchrow(_SNAPSHOT_SQL, scope.tenant, scope.identity, task_id)
+    if row is None:
+        return None
+    task: dict[str, Any] = json.loads(task_text(row[1:]))
+    return task, row[0]
+
+
+async def finish_pg(
+    pool: StatementPool,
+    scope: CallerScope,
+    task_id: str,
+    fence: Fence,
+    outcome: TurnOutcome,
+    working_only: frozenset[str],
+) -> bool:
+    row = await pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
+    if row is None:
+        return False
+    state, context_id, artifacts_text, version, next_seq = row
+    if state == outcome.state and states.is_terminal(state):
+        return True  # replayed turn (REFERENCE-CASES 77-80)
+    allowed = states.RUNNABLE if outcome.state == states.FAILED else working_only
+    if state not in allowed:
+        return False
+    now = utcnow()
+    # ``final`` for a terminal outcome; an interruption's key names its history position.
+    key = outcome.message_key or (
+        "final" if states.is_terminal(outcome.state) else f"interrupt-{next_seq}"
+    )
+    message = agent_message(
+        task_id=task_id,
+        context_id=context_id,
+        key=key,
+        text=outcome.text,
+        parts=outcome.parts,
+        required=True,
+    )
+    status = status_doc(outcome.state, now, message)
+    artifacts = json.loads(artifacts_text or "[]") + normalise(
+        outcome.artifacts, Artifact, "artifact"
+    )
+    task: dict[str, Any] = {"id": task_id, "contextId": context_id, "status": status}
+    if artifacts:
+        task["artifacts"] = artifacts
+    written = await pool.fetchrow(
+        _FINISH_WRITE_SQL,
+        scope.tenant,
+        scope.identity,
+        fence.token,
+        fence.owner,
+        task_id,
+        outcome.state,
+        _json(status),
+        _json(artifacts),
+        now,
+        list(allowed),
+        version,
+        next_seq,
+        None if message is None else _json(message),
+        key,
+        _json({"task": task}),
+        CHANNEL,
+    )
+    if written is None or written["applied"] != 1:
+        return False
+    if written["pushes"]:
+        notify_local()  # this process's deliverers; others hear the NOTIFY at commit
+    return True
