@@ -215,3 +215,44 @@ async def test_invalid_agent_result_writes_nothing(
         await writes.finish(SCOPE, task_id, fence, bad_part)
     assert (await task_row(database, task_id)).state == states.WORKING
     assert await count(database, PushOutboxRow) == 0
+
+
+async def test_finish_refuses_when_history_moved_after_its_read(
+    database: Database, settings: Settings, writes: TurnWrites, monkeypatch: pytest.MonkeyPatch
+):
+    # PostgreSQL's finish reads, then writes in one statement that re-checks the history
+    # position it read (the agent message's seq, and an interruption's key, come from it).
+    # A message appended in between makes the write refuse and leaves nothing behind.
+    pool = database.statement_pool
+    if pool is None:
+        pytest.skip("the two-statement finish is PostgreSQL's fast path")
+    task_id, fence = await _working(database, settings, writes)
+    real_fetchrow = pool.fetchrow
+    calls = 0
+
+    async def append_after_read(query: str, *args: object) -> object:
+        nonlocal calls
+        calls += 1
+        row = await real_fetchrow(query, *args)
+        if calls == 1:  # the read: another message lands before the write
+            async with database.transaction() as session:
+                session.add(
+                    TaskMessageRow(
+                        tenant=SCOPE.tenant,
+                        task_id=task_id,
+                        seq=2,
+                        role="ROLE_USER",
+                        message={"messageId": "m-late", "role": "ROLE_USER", "parts": []},
+                    )
+                )
+        return row
+
+    monkeypatch.setattr(pool, "fetchrow", append_after_read)
+    assert not await writes.finish(SCOPE, task_id, fence, DONE)
+    assert calls == 2
+    assert (await task_row(database, task_id)).state == states.WORKING
+    assert await count(database, PushOutboxRow) == 0
+    monkeypatch.undo()
+    assert await writes.finish(SCOPE, task_id, fence, DONE)  # the next attempt lands at seq 3
+    history = (await writes.load_turn_context(SCOPE, task_id)).history
+    assert [m["messageId"] for m in history] == ["m-1", "m-late", f"{task_id}:final"]
