@@ -8,12 +8,11 @@ one of the 1,000 hot tasks of its own identity (10 identities x 100 tasks).
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
 
 from bench import pg, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
-from bench.loadgen import HttpResult
 from bench.procs import Proc
 from bench.report import latency_row, rate_row
 from bench.seed import SDK_TASKS_PER_IDENTITY, hot_task
@@ -47,48 +46,57 @@ def _bodies(
     ]
 
 
-def _measure(ctx: Ctx, proc: Proc, pool: Path) -> dict[int, HttpResult]:
-    ctx.warm(proc, pool)
-    return {c: ctx.load(proc, pool, c) for c in ctx.profile.concurrencies}
-
-
 def run(ctx: Ctx) -> None:
     db = ctx.edge_database()
     sdk_db = ctx.sdk_database()
     tokens = ctx.edge_tokens(hot_identities())
     sdk_tokens = [f"sdk-hot-{k % HOT_IDENTITIES}" for k in range(len(tokens))]
     sdk_env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
+    sdk_bodies = _bodies(
+        "", "GetTask", len(tokens), id_space="sdk", per_identity=SDK_TASKS_PER_IDENTITY
+    )
     for workers in ctx.profile.server_workers:
-        with ctx.running(
-            ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers)
-        ) as edge:
+        # The three servers run side by side and take turns under load (Ctx.load_interleaved).
+        with contextlib.ExitStack() as stack:
+            edge = stack.enter_context(
+                ctx.running(
+                    ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers)
+                )
+            )
+            sdk = stack.enter_context(
+                ctx.running(
+                    uvicorn_server(
+                        f"sdk-w{workers}",
+                        "bench.sdk_server:app",
+                        ctx.run_dir,
+                        workers=workers,
+                        env=sdk_env,
+                    )
+                )
+            )
+            bare = stack.enter_context(
+                ctx.running(
+                    uvicorn_server(
+                        f"bare-w{workers}", "bench.bare_server:app", ctx.run_dir, workers=workers
+                    )
+                )
+            )
             method = edge_method(ctx, edge, tokens[0])
-            pool = ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens)))
-            ours = _measure(ctx, edge, pool)
-        with ctx.running(
-            uvicorn_server(
-                f"sdk-w{workers}", "bench.sdk_server:app", ctx.run_dir, workers=workers, env=sdk_env
-            )
-        ) as sdk:
-            pool = ctx.pool_file(
-                "sdk-get",
-                sdk_tokens,
-                _bodies(
-                    "", "GetTask", len(tokens), id_space="sdk", per_identity=SDK_TASKS_PER_IDENTITY
+            targets = {
+                "edge": (
+                    edge,
+                    ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens))),
                 ),
-            )
-            theirs = _measure(ctx, sdk, pool)
-        with ctx.running(
-            uvicorn_server(
-                f"bare-w{workers}", "bench.bare_server:app", ctx.run_dir, workers=workers
-            )
-        ) as bare:
-            pool = ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])
-            ceiling = _measure(ctx, bare, pool)
+                "sdk": (sdk, ctx.pool_file("sdk-get", sdk_tokens, sdk_bodies)),
+                "bare": (bare, ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])),
+            }
+            for proc, pool in targets.values():
+                ctx.warm(proc, pool)
+            measured = ctx.load_interleaved(targets)
         name = NAME if method == "GetTask" else f"{NAME} (stand-in {method})"
         for c in ctx.profile.concurrencies:
             tag = f"{workers}p c{c}"
-            e, s, b = ours[c], theirs[c], ceiling[c]
+            e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
             ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, 4.0))
             ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, 0.35))
             ctx.report.add(

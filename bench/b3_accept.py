@@ -9,6 +9,8 @@ measure accepting a turn, not running it (benchmark 4 runs turns).
 
 from __future__ import annotations
 
+import contextlib
+
 from bench import pg, wire
 from bench.config import TENANT
 from bench.context import Ctx
@@ -27,28 +29,47 @@ def run(ctx: Ctx) -> None:
     sdk_tokens = [f"sdk-{IDENTITIES[k % len(IDENTITIES)]}" for k in range(1000)]
     sdk_env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
     for workers in ctx.profile.server_workers:
-        name = f"edge-accept-w{workers}"
-        with ctx.running(
-            ctx.edge.serve(name, db, ctx.run_dir, workers=workers, background=False)
-        ) as edge:
+        # Both servers run side by side and take turns under load (Ctx.load_interleaved).
+        with contextlib.ExitStack() as stack:
+            edge = stack.enter_context(
+                ctx.running(
+                    ctx.edge.serve(
+                        f"edge-accept-w{workers}",
+                        db,
+                        ctx.run_dir,
+                        workers=workers,
+                        background=False,
+                    )
+                )
+            )
+            sdk = stack.enter_context(
+                ctx.running(
+                    uvicorn_server(
+                        f"sdk-accept-w{workers}",
+                        "bench.sdk_server:app",
+                        ctx.run_dir,
+                        workers=workers,
+                        env=sdk_env,
+                    )
+                )
+            )
             probe = ctx.rpc(edge, tokens[0], wire.send_message(TENANT, push_url, unique="probe"))
             if "result" not in probe:
                 raise RuntimeError(f"SendMessage probe failed: {str(probe)[:300]}")
-            pool = ctx.pool_file("edge-send", tokens, [wire.send_message(TENANT, push_url)])
-            ctx.warm(edge, pool)
-            ours = {c: ctx.load(edge, pool, c) for c in ctx.profile.concurrencies}
-        with ctx.running(
-            uvicorn_server(
-                f"sdk-accept-w{workers}",
-                "bench.sdk_server:app",
-                ctx.run_dir,
-                workers=workers,
-                env=sdk_env,
-            )
-        ) as sdk:
-            pool = ctx.pool_file("sdk-send", sdk_tokens, [wire.send_message("", push_url)])
-            ctx.warm(sdk, pool)
-            theirs = {c: ctx.load(sdk, pool, c) for c in ctx.profile.concurrencies}
+            targets = {
+                "edge": (
+                    edge,
+                    ctx.pool_file("edge-send", tokens, [wire.send_message(TENANT, push_url)]),
+                ),
+                "sdk": (
+                    sdk,
+                    ctx.pool_file("sdk-send", sdk_tokens, [wire.send_message("", push_url)]),
+                ),
+            }
+            for proc, pool in targets.values():
+                ctx.warm(proc, pool)
+            measured = ctx.load_interleaved(targets)
+        ours, theirs = measured["edge"], measured["sdk"]
         for c in ctx.profile.concurrencies:
             tag = f"{workers}p c{c}"
             e, s = ours[c], theirs[c]

@@ -18,7 +18,8 @@ AUDIENCE = PUBLIC_URL + "/a2a"
 @dataclass(frozen=True)
 class Profile:
     name: str
-    http_seconds: float  # measured window of one load-generator run
+    http_seconds: float  # measured window per server and concurrency (all rounds together)
+    http_rounds: int  # servers compared in a benchmark take turns, this many rounds each
     warmup_seconds: float  # unmeasured run before each server's first measurement
     concurrencies: tuple[int, ...]
     server_workers: tuple[int, ...]  # uvicorn processes per server (1, and 2 in full runs)
@@ -36,18 +37,19 @@ class Profile:
 
 QUICK = Profile(
     name="quick",
-    http_seconds=0.75,
+    http_seconds=0.6,
+    http_rounds=1,
     warmup_seconds=0.0,
     concurrencies=(1, 16, 64),
     server_workers=(1,),
     token_pool=5_000,
     verify_tokens=2_000,
     verify_rounds=3,
-    turn_seconds=1.5,
+    turn_seconds=1.2,
     turn_identities=20,
     turn_worker_processes=(1,),
     growth_sizes=(1_000, 10_000),
-    growth_seconds=0.5,
+    growth_seconds=0.4,
     memory_identities=60,
     memory_concurrency=32,
 )
@@ -55,6 +57,7 @@ QUICK = Profile(
 FULL = Profile(
     name="full",
     http_seconds=8.0,
+    http_rounds=4,
     warmup_seconds=2.0,
     concurrencies=(1, 16, 64),
     server_workers=(1, 2),

@@ -113,6 +113,28 @@ class Ctx:
             raise RuntimeError(f"{proc.name}: every answer was an error; see the note above")
         return result
 
+    def load_interleaved(
+        self, targets: dict[str, tuple[Proc, Path]]
+    ) -> dict[str, dict[int, HttpResult]]:
+        """Every target at every concurrency, the targets taking turns: ``http_rounds`` rounds
+        of ``http_seconds / http_rounds`` each, the order rotated every round. The machine's
+        load changes from minute to minute (other tenants of the host); measured one after the
+        other, a slow minute landed on one server and moved the ratio by up to ±30 %, taking
+        turns spreads it over all of them."""
+        rounds = max(self.profile.http_rounds, 1)
+        seconds = self.profile.http_seconds / rounds
+        names = list(targets)
+        results: dict[str, dict[int, HttpResult]] = {name: {} for name in names}
+        for c in self.profile.concurrencies:
+            runs: dict[str, list[HttpResult]] = {name: [] for name in names}
+            for r in range(rounds):
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    proc, pool = targets[name]
+                    runs[name].append(self.load(proc, pool, c, seconds))
+            for name in names:
+                results[name][c] = HttpResult.combine(runs[name])
+        return results
+
     def warm(self, proc: Proc, pool_file: Path) -> None:
         if self.profile.warmup_seconds > 0:
             with contextlib.suppress(RuntimeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,6 +33,25 @@ class HttpResult:
     mean_ms: float
     bad: int
     pool_wraps: int
+
+    @classmethod
+    def combine(cls, rounds: list[HttpResult]) -> HttpResult:
+        """Rounds of one server at one concurrency as one result: requests and time add up
+        (the rate is over all rounds); each percentile is the median of the rounds'."""
+        if len(rounds) == 1:
+            return rounds[0]
+        return cls(
+            tool=rounds[0].tool,
+            connections=rounds[0].connections,
+            requests=sum(r.requests for r in rounds),
+            seconds=sum(r.seconds for r in rounds),
+            p50_ms=statistics.median(r.p50_ms for r in rounds),
+            p90_ms=statistics.median(r.p90_ms for r in rounds),
+            p99_ms=statistics.median(r.p99_ms for r in rounds),
+            mean_ms=statistics.median(r.mean_ms for r in rounds),
+            bad=sum(r.bad for r in rounds),
+            pool_wraps=sum(r.pool_wraps for r in rounds),
+        )
 
     @property
     def rps(self) -> float:
