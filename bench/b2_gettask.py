@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from bench import pg, wire
+from bench import pg, procs, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
 from bench.procs import Proc
@@ -60,7 +60,9 @@ def run(ctx: Ctx) -> None:
         with contextlib.ExitStack() as stack:
             edge = stack.enter_context(
                 ctx.running(
-                    ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers)
+                    ctx.edge.serve(
+                        f"edge-get-w{workers}", db, ctx.run_dir, workers=workers, wait=False
+                    )
                 )
             )
             sdk = stack.enter_context(
@@ -71,16 +73,23 @@ def run(ctx: Ctx) -> None:
                         ctx.run_dir,
                         workers=workers,
                         env=sdk_env,
+                        wait=False,
                     )
                 )
             )
             bare = stack.enter_context(
                 ctx.running(
                     uvicorn_server(
-                        f"bare-w{workers}", "bench.bare_server:app", ctx.run_dir, workers=workers
+                        f"bare-w{workers}",
+                        "bench.bare_server:app",
+                        ctx.run_dir,
+                        workers=workers,
+                        wait=False,
                     )
                 )
             )
+            for proc in (edge, sdk, bare):  # started side by side, then each awaited
+                procs.wait_ready(proc)
             method = edge_method(ctx, edge, tokens[0])
             targets = {
                 "edge": (

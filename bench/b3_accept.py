@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from bench import pg, wire
+from bench import pg, procs, wire
 from bench.config import TENANT
 from bench.context import Ctx
 from bench.report import latency_row, rate_row
@@ -39,6 +39,7 @@ def run(ctx: Ctx) -> None:
                         ctx.run_dir,
                         workers=workers,
                         background=False,
+                        wait=False,
                     )
                 )
             )
@@ -50,9 +51,12 @@ def run(ctx: Ctx) -> None:
                         ctx.run_dir,
                         workers=workers,
                         env=sdk_env,
+                        wait=False,
                     )
                 )
             )
+            for proc in (edge, sdk):  # started side by side, then each awaited
+                procs.wait_ready(proc)
             probe = ctx.rpc(edge, tokens[0], wire.send_message(TENANT, push_url, unique="probe"))
             if "result" not in probe:
                 raise RuntimeError(f"SendMessage probe failed: {str(probe)[:300]}")

@@ -1,6 +1,7 @@
 """Benchmark 5: cost growth — GetTask and first-page ListTasks latency (one connection,
-median) with 1k, 100k and 1M tasks stored, bulk loaded with ``INSERT … SELECT
-generate_series`` into a database of its own.
+median) with 1k, 100k and 1M tasks stored, each size bulk loaded with ``INSERT … SELECT
+generate_series`` into a database of its own and served by its own edge; the three edges take
+turns under load.
 
 The measured callers are the 10 hot identities (100 tasks each, so the first page is always
 a full page of 50 and ``totalSize`` is 100); every added task belongs to other identities of
@@ -9,11 +10,13 @@ the same tenant. Reported as ``latency(1k) / latency(N)``, goal ≥ 0.67 at 1M (
 
 from __future__ import annotations
 
-from bench import wire
+import asyncio
+import contextlib
+
+from bench import pg, procs, wire
 from bench.config import GROWTH_TENANT, HOT_IDENTITIES
 from bench.context import Ctx
 from bench.loadgen import HttpResult
-from bench.procs import Proc
 from bench.report import latency_row
 from bench.seed import hot_task, load_edge_tasks
 
@@ -24,40 +27,58 @@ def _size(n: int) -> str:
     return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else f"{n // 1000}k"
 
 
-def _measure(ctx: Ctx, edge: Proc, tokens: list[str]) -> dict[str, HttpResult]:
-    n = len(tokens)
-    gets = [
+def _bodies(method: str, n: int) -> list[str]:
+    if method == "ListTasks":
+        return [wire.list_tasks(GROWTH_TENANT)]
+    return [
         wire.get_task(
             GROWTH_TENANT, hot_task(GROWTH_TENANT, k % HOT_IDENTITIES, k // HOT_IDENTITIES)
         )
         for k in range(n)
     ]
-    lists = [wire.list_tasks(GROWTH_TENANT)]
-    out = {}
-    for method, bodies in (("GetTask", gets), ("ListTasks", lists)):
-        pool = ctx.pool_file(f"growth-{method}", tokens, bodies)
-        # Warm the plan cache and buffers (not measured).
-        ctx.load(edge, pool, 1, seconds=min(0.5, ctx.profile.growth_seconds / 2))
-        out[method] = ctx.load(edge, pool, 1, seconds=ctx.profile.growth_seconds)
-    return out
+
+
+def _load_databases(ctx: Ctx) -> dict[int, str]:
+    """One database per size, each loaded from empty (the same hot tasks in each)."""
+    dbs: dict[int, str] = {}
+    for size in ctx.profile.growth_sizes:
+        db = ctx.dbs.create(f"growth{size}")
+        ctx.edge.migrate(db)
+        ctx.edge.add_tenant(db, GROWTH_TENANT)
+        seconds = load_edge_tasks(db, GROWTH_TENANT, 0, size)
+        ctx.report.note(f"{NAME}: loaded {size:,} tasks in {seconds:.1f}s")
+        dbs[size] = db
+    # The bulk loads' WAL would otherwise be checkpointed while we measure.
+    asyncio.run(pg.execute(dbs[ctx.profile.growth_sizes[0]], "CHECKPOINT"))
+    return dbs
 
 
 def run(ctx: Ctx) -> None:
-    db = ctx.dbs.create("growth")
-    ctx.edge.migrate(db)
-    ctx.edge.add_tenant(db, GROWTH_TENANT)
-    tokens = ctx.edge_tokens([f"hot-{i}" for i in range(HOT_IDENTITIES)], tenant=GROWTH_TENANT)
-    results: dict[int, dict[str, HttpResult]] = {}
-    loaded = 0
-    with ctx.running(ctx.edge.serve("edge-growth", db, ctx.run_dir)) as edge:
-        for size in ctx.profile.growth_sizes:
-            seconds = load_edge_tasks(db, GROWTH_TENANT, loaded, size)
-            ctx.report.note(f"{NAME}: loaded tasks {loaded:,} -> {size:,} in {seconds:.1f}s")
-            loaded = size
-            tokens = ctx.edge_tokens(
-                [f"hot-{i}" for i in range(HOT_IDENTITIES)], tenant=GROWTH_TENANT
+    dbs = _load_databases(ctx)
+    results: dict[int, dict[str, HttpResult]] = {size: {} for size in dbs}
+    # One edge per size, side by side, taking turns under load (Ctx.load_interleaved): each
+    # size is measured in the same minutes as the others, so host noise cannot pose as growth.
+    with contextlib.ExitStack() as stack:
+        edges = {
+            size: stack.enter_context(
+                ctx.running(ctx.edge.serve(f"edge-growth-{size}", db, ctx.run_dir, wait=False))
             )
-            results[size] = _measure(ctx, edge, tokens)
+            for size, db in dbs.items()
+        }
+        for edge in edges.values():  # started side by side, then each awaited
+            procs.wait_ready(edge)
+        tokens = ctx.edge_tokens([f"hot-{i}" for i in range(HOT_IDENTITIES)], tenant=GROWTH_TENANT)
+        for method in ("GetTask", "ListTasks"):
+            pool = ctx.pool_file(f"growth-{method}", tokens, _bodies(method, len(tokens)))
+            targets = {str(size): (edge, pool) for size, edge in edges.items()}
+            if ctx.profile.warmup_seconds > 0:  # plan cache and buffers (not measured)
+                for edge, _ in targets.values():
+                    ctx.load(edge, pool, 1, seconds=min(0.5, ctx.profile.growth_seconds / 2))
+            measured = ctx.load_interleaved(
+                targets, concurrencies=(1,), seconds=ctx.profile.growth_seconds
+            )
+            for size in dbs:
+                results[size][method] = measured[str(size)][1]
     first = ctx.profile.growth_sizes[0]
     largest = ctx.profile.growth_sizes[-1]
     for method in ("GetTask", "ListTasks"):

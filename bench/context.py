@@ -114,7 +114,11 @@ class Ctx:
         return result
 
     def load_interleaved(
-        self, targets: dict[str, tuple[Proc, Path]]
+        self,
+        targets: dict[str, tuple[Proc, Path]],
+        *,
+        concurrencies: tuple[int, ...] | None = None,
+        seconds: float | None = None,
     ) -> dict[str, dict[int, HttpResult]]:
         """Every target at every concurrency, the targets taking turns: ``http_rounds`` rounds
         of ``http_seconds / http_rounds`` each, the order rotated every round. The machine's
@@ -122,15 +126,15 @@ class Ctx:
         other, a slow minute landed on one server and moved the ratio by up to ±30 %, taking
         turns spreads it over all of them."""
         rounds = max(self.profile.http_rounds, 1)
-        seconds = self.profile.http_seconds / rounds
+        per_round = (self.profile.http_seconds if seconds is None else seconds) / rounds
         names = list(targets)
         results: dict[str, dict[int, HttpResult]] = {name: {} for name in names}
-        for c in self.profile.concurrencies:
+        for c in self.profile.concurrencies if concurrencies is None else concurrencies:
             runs: dict[str, list[HttpResult]] = {name: [] for name in names}
             for r in range(rounds):
                 for name in names[r % len(names) :] + names[: r % len(names)]:
                     proc, pool = targets[name]
-                    runs[name].append(self.load(proc, pool, c, seconds))
+                    runs[name].append(self.load(proc, pool, c, per_round))
             for name in names:
                 results[name][c] = HttpResult.combine(runs[name])
         return results

@@ -94,7 +94,10 @@ def start(
     port: int | None = None,
     ready_path: str | None = "/livez",
     timeout: float = 60.0,
+    wait: bool = True,
 ) -> Proc:
+    """Start ``argv``; with ``wait`` (the default) return once it answers ``ready_path``.
+    ``wait=False`` returns at once: call ``wait_ready`` (servers started side by side)."""
     log_path = log_dir / f"{name}.log"
     log = log_path.open("ab")
     popen = subprocess.Popen(
@@ -107,12 +110,12 @@ def start(
     )
     log.close()
     proc = Proc(name=name, popen=popen, port=port, log_path=log_path)
-    if port is not None and ready_path is not None:
-        _wait_ready(proc, ready_path, timeout)
+    if wait and port is not None and ready_path is not None:
+        wait_ready(proc, ready_path, timeout)
     return proc
 
 
-def _wait_ready(proc: Proc, path: str, timeout: float) -> None:
+def wait_ready(proc: Proc, path: str = "/livez", timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.popen.poll() is not None:

@@ -71,6 +71,7 @@ class EdgeConfig:
         *,
         workers: int = 1,
         background: bool = True,
+        wait: bool = True,
         **extra_env: str,
     ) -> Proc:
         port = procs.free_port()
@@ -87,7 +88,7 @@ class EdgeConfig:
         if not background:
             argv += ["--no-worker", "--no-push"]
         return procs.start(
-            name, argv, env=self.env(database, **extra_env), log_dir=log_dir, port=port
+            name, argv, env=self.env(database, **extra_env), log_dir=log_dir, port=port, wait=wait
         )
 
     def worker(self, name: str, database: str, log_dir: Path, **extra_env: str) -> Proc:
@@ -99,7 +100,13 @@ class EdgeConfig:
 
 
 def uvicorn_server(
-    name: str, app: str, log_dir: Path, *, workers: int = 1, env: dict[str, str] | None = None
+    name: str,
+    app: str,
+    log_dir: Path,
+    *,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    wait: bool = True,
 ) -> Proc:
     port = procs.free_port()
     argv = [
@@ -117,4 +124,4 @@ def uvicorn_server(
         "--log-level",
         "warning",
     ]
-    return procs.start(name, argv, env=env or {}, log_dir=log_dir, port=port)
+    return procs.start(name, argv, env=env or {}, log_dir=log_dir, port=port, wait=wait)
