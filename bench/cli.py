@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(number)
                 ctx.stop_all()
                 traceback.print_exc()
-                report.note(f"benchmark {module.NAME} failed: {type(exc).__name__}: {exc}"[:400])
+                report.note(f"{module.NAME}: failed: {type(exc).__name__}: {exc}"[:400])
             print(f"   ({time.monotonic() - started:.1f}s)", flush=True)
     finally:
         ctx.stop_all()

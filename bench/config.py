@@ -68,7 +68,7 @@ FULL = Profile(
     turn_identities=100,
     turn_worker_processes=(1, 2),
     growth_sizes=(1_000, 100_000, 1_000_000),
-    growth_seconds=5.0,
+    growth_seconds=8.0,
     memory_identities=10_000,
     memory_concurrency=32,
 )

@@ -103,7 +103,7 @@ def run(
             "wrk",
             "-t1",
             f"-c{connections}",
-            f"-d{max(seconds, 1.0):g}s",
+            f"-d{max(1, round(seconds))}s",  # wrk takes whole seconds only
             "--timeout",
             "10s",
             "-s",
