@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 
-from bench import pg, procs, wire
+from bench import procs, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
 from bench.procs import Proc
 from bench.report import latency_row, rate_row
 from bench.seed import SDK_TASKS_PER_IDENTITY, hot_task
-from bench.servers import uvicorn_server
+from bench.servers import sdk_server, uvicorn_server
 
 NAME = "2 GetTask"
 
@@ -51,7 +51,6 @@ def run(ctx: Ctx) -> None:
     sdk_db = ctx.sdk_database()
     tokens = ctx.edge_tokens(hot_identities())
     sdk_tokens = [f"sdk-hot-{k % HOT_IDENTITIES}" for k in range(len(tokens))]
-    sdk_env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
     sdk_bodies = _bodies(
         "", "GetTask", len(tokens), id_space="sdk", per_identity=SDK_TASKS_PER_IDENTITY
     )
@@ -67,14 +66,7 @@ def run(ctx: Ctx) -> None:
             )
             sdk = stack.enter_context(
                 ctx.running(
-                    uvicorn_server(
-                        f"sdk-w{workers}",
-                        "bench.sdk_server:app",
-                        ctx.run_dir,
-                        workers=workers,
-                        env=sdk_env,
-                        wait=False,
-                    )
+                    sdk_server(f"sdk-w{workers}", ctx.run_dir, sdk_db, workers=workers, wait=False)
                 )
             )
             bare = stack.enter_context(

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 
-from bench import pg, procs, wire
+from bench import procs, wire
 from bench.config import TENANT
 from bench.context import Ctx
 from bench.report import latency_row, rate_row
-from bench.servers import uvicorn_server
+from bench.servers import sdk_server
 
 NAME = "3 SendMessage accept"
 IDENTITIES = [f"caller-{i}" for i in range(100)]
@@ -27,7 +27,6 @@ def run(ctx: Ctx) -> None:
     push_url = ctx.gateway.origin + "/push"
     tokens = ctx.edge_tokens(IDENTITIES)
     sdk_tokens = [f"sdk-{IDENTITIES[k % len(IDENTITIES)]}" for k in range(1000)]
-    sdk_env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
     for workers in ctx.profile.server_workers:
         # Both servers run side by side and take turns under load (Ctx.load_interleaved).
         with contextlib.ExitStack() as stack:
@@ -45,13 +44,8 @@ def run(ctx: Ctx) -> None:
             )
             sdk = stack.enter_context(
                 ctx.running(
-                    uvicorn_server(
-                        f"sdk-accept-w{workers}",
-                        "bench.sdk_server:app",
-                        ctx.run_dir,
-                        workers=workers,
-                        env=sdk_env,
-                        wait=False,
+                    sdk_server(
+                        f"sdk-accept-w{workers}", ctx.run_dir, sdk_db, workers=workers, wait=False
                     )
                 )
             )

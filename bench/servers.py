@@ -125,3 +125,11 @@ def uvicorn_server(
         "warning",
     ]
     return procs.start(name, argv, env=env or {}, log_dir=log_dir, port=port, wait=wait)
+
+
+def sdk_server(name: str, log_dir: Path, sdk_db: str, *, workers: int, wait: bool = True) -> Proc:
+    """The a2a-sdk baseline (``bench/sdk_server.py``) on its own database."""
+    env = {"BENCH_SDK_DB_URL": pg.sqlalchemy_url(sdk_db)}
+    return uvicorn_server(
+        name, "bench.sdk_server:app", log_dir, workers=workers, env=env, wait=wait
+    )

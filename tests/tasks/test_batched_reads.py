@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -30,13 +29,6 @@ from app.testing.edge import EdgeHarness
 from tests.tasks.conftest import SCOPE, accept, hold_lease, send_params
 
 OTHER = CallerScope(tenant="demo", identity="user-2")
-
-
-@pytest.fixture
-async def pg_database(pg_url: str) -> AsyncIterator[Database]:
-    db = Database(pg_url)
-    yield db
-    await db.dispose()
 
 
 def _batcher(db: Database, **kwargs: Any) -> GetTaskBatcher:

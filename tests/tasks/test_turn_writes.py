@@ -217,15 +217,17 @@ async def test_invalid_agent_result_writes_nothing(
     assert await count(database, PushOutboxRow) == 0
 
 
+@pytest.mark.postgres
 async def test_finish_refuses_when_history_moved_after_its_read(
-    database: Database, settings: Settings, writes: TurnWrites, monkeypatch: pytest.MonkeyPatch
+    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
     # PostgreSQL's finish reads, then writes in one statement that re-checks the history
     # position it read (the agent message's seq, and an interruption's key, come from it).
     # A message appended in between makes the write refuse and leaves nothing behind.
+    database = pg_database
+    writes = TurnWrites(database, settings)
     pool = database.statement_pool
-    if pool is None:
-        pytest.skip("the two-statement finish is PostgreSQL's fast path")
+    assert pool is not None
     task_id, fence = await _working(database, settings, writes)
     real_fetchrow = pool.fetchrow
     calls = 0
