@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.tasks import states
+
 
 @dataclass(frozen=True)
 class TurnOutcome:
@@ -22,3 +24,12 @@ class TurnOutcome:
     parts: tuple[dict[str, Any], ...] = ()
     artifacts: tuple[dict[str, Any], ...] = ()
     message_key: str | None = None
+
+
+def outcome_message_key(state: str, history_seq: int) -> str:
+    """The key of an outcome's agent message (message id ``<taskId>:<key>``) when the outcome
+    names none: ``final`` for a terminal outcome (CONTRACT §7). An interruption can happen
+    several times on one task; its key carries the history position of the question, so each
+    one is a distinct push (the gateway drops a repeated message id as a duplicate), yet a
+    retried turn that writes the same question at the same position reuses it."""
+    return "final" if states.is_terminal(state) else f"interrupt-{history_seq}"

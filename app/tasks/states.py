@@ -19,6 +19,8 @@ TERMINAL: Final[frozenset[str]] = frozenset({COMPLETED, FAILED, CANCELED, REJECT
 INTERRUPTED: Final[frozenset[str]] = frozenset({INPUT_REQUIRED, AUTH_REQUIRED})
 # States ``mark_working`` may leave (a re-run after a crash finds the task WORKING already).
 RUNNABLE: Final[frozenset[str]] = frozenset({SUBMITTED, WORKING, INPUT_REQUIRED, AUTH_REQUIRED})
+# What a turn's progress and outcome writes require (the host's final FAILED excepted).
+WORKING_ONLY: Final[frozenset[str]] = frozenset({WORKING})
 # What a turn may end in (``TurnWrites.finish``); CANCELED is only ever written by CancelTask.
 OUTCOMES: Final[frozenset[str]] = frozenset(
     {COMPLETED, FAILED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED}

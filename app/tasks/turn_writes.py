@@ -29,7 +29,7 @@ from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
 from app.tasks.fence import Fence, fence_holds
-from app.tasks.outcome import TurnOutcome
+from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.repository import append_history, load_history, load_task, next_history_seq
 from app.tasks.turn_writes_pg import finish_pg, mark_working_pg, snapshot_pg
 from app.tasks.wire import agent_message, normalise, shown, status_doc, task_doc, utcnow
@@ -43,9 +43,6 @@ class TaskSnapshot:
     history: list[dict[str, Any]]
     state: str
     context_id: str
-
-
-_WORKING_ONLY = frozenset({states.WORKING})
 
 
 class TurnWrites:
@@ -98,7 +95,7 @@ class TurnWrites:
             message = agent_message(task_id=task_id, context_id=context_id, key=step_key, text=text)
             status = status_doc(states.WORKING, now, message)
             result = await session.execute(
-                self._guarded(scope, task_id, fence, _WORKING_ONLY)
+                self._guarded(scope, task_id, fence, states.WORKING_ONLY)
                 .values(status=status, updated_at=now, version=TaskRow.version + 1)
                 .execution_options(synchronize_session=False)
             )
@@ -124,9 +121,7 @@ class TurnWrites:
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
         if self._db.statement_pool is not None:
-            return await finish_pg(
-                self._db.statement_pool, scope, task_id, fence, outcome, _WORKING_ONLY
-            )
+            return await finish_pg(self._db.statement_pool, scope, task_id, fence, outcome)
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:
@@ -135,7 +130,7 @@ class TurnWrites:
                 return True
             # The host's final failure must land even for a turn that never reached WORKING
             # (it failed before mark_working); every other outcome comes from a working turn.
-            allowed = states.RUNNABLE if outcome.state == states.FAILED else _WORKING_ONLY
+            allowed = states.RUNNABLE if outcome.state == states.FAILED else states.WORKING_ONLY
             if row.state not in allowed:
                 return False
             return await self._write_outcome(session, scope, row, fence, outcome, allowed)
@@ -223,13 +218,10 @@ class TurnWrites:
     async def _final_key(
         self, session: AsyncSession, scope: CallerScope, task_id: str, outcome: TurnOutcome
     ) -> str:
-        """``final`` for a terminal outcome (CONTRACT §7). An interruption can happen several
-        times on one task; its key carries the history position of the question so each one
-        is a distinct push (the gateway drops a repeated message id as a duplicate), yet a
-        retried turn that writes the same question at the same position reuses it."""
         if states.is_terminal(outcome.state):
-            return "final"
-        return f"interrupt-{await next_history_seq(session, scope, task_id)}"
+            return outcome_message_key(outcome.state, 0)  # "final": no history read needed
+        seq = await next_history_seq(session, scope, task_id)
+        return outcome_message_key(outcome.state, seq)
 
 
 def _applied(result: Any) -> bool:

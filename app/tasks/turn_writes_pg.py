@@ -30,7 +30,7 @@ from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.tasks.fence import FENCE_SQL, Fence
-from app.tasks.outcome import TurnOutcome
+from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.wire import agent_message, normalise, status_doc, utcnow
 
 # $1 tenant, $2 identity, $3 fence token, $4 lease owner (FENCE_SQL); then per statement.
@@ -137,7 +137,6 @@ async def finish_pg(
     task_id: str,
     fence: Fence,
     outcome: TurnOutcome,
-    working_only: frozenset[str],
 ) -> bool:
     row = await pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
     if row is None:
@@ -145,14 +144,12 @@ async def finish_pg(
     state, context_id, artifacts_text, version, next_seq = row
     if state == outcome.state and states.is_terminal(state):
         return True  # replayed turn (REFERENCE-CASES 77-80)
-    allowed = states.RUNNABLE if outcome.state == states.FAILED else working_only
+    # As the ORM path: the host's final FAILED may land before WORKING, nothing else may.
+    allowed = states.RUNNABLE if outcome.state == states.FAILED else states.WORKING_ONLY
     if state not in allowed:
         return False
     now = utcnow()
-    # ``final`` for a terminal outcome; an interruption's key names its history position.
-    key = outcome.message_key or (
-        "final" if states.is_terminal(outcome.state) else f"interrupt-{next_seq}"
-    )
+    key = outcome.message_key or outcome_message_key(outcome.state, next_seq)
     message = agent_message(
         task_id=task_id,
         context_id=context_id,
