@@ -1,6 +1,8 @@
 """A small pool of raw asyncpg connections for single autocommit statements on PostgreSQL:
 GetTask reads, and the turn pipeline's one-statement units (the worker's fenced turn and task
-updates, its mailbox reads, lease release; ``app.worker.mailbox``, ``app.tasks.turn_writes_pg``).
+updates, its mailbox reads, lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
+``app.tasks.turn_writes_pg``, ``app.push.store_pg``), and through ``connection()`` the push
+claim's short transaction.
 
 Why not the SQLAlchemy pool: a checkout and return through ``AsyncEngine.connect`` (greenlet
 hop, pool events, reset-on-return) costs ~95 µs of CPU around a ~20 µs ``fetchval``, and
@@ -62,7 +64,7 @@ class StatementPool:
     async def _run(
         self, shape: Literal["value", "row", "rows"], query: str, args: tuple[Any, ...]
     ) -> Any:
-        async with self._connection() as conn:
+        async with self.connection() as conn:
             if shape == "rows":
                 return await conn.fetch(query, *args)
             if shape == "row":
@@ -71,13 +73,8 @@ class StatementPool:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection for a unit of several statements that leaves it as it found
-        it (a transaction it opens, it ends). Terminated instead of pooled on any error."""
-        async with self._connection() as conn:
-            yield conn
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; a unit of several statements must leave it as it found it (a
+        transaction it opens, it ends). Terminated instead of pooled on any error."""
         self._bind()
         async with self._slots:
             conn = None

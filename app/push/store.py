@@ -7,10 +7,10 @@ Claiming (CONTRACT §7 "per task, in order, never two concurrently"):
 - it is *eligible* only if it is the lowest pending id of its ``(tenant, task, config)``
   (order per push target) and no row of its task is leased right now (never two of one task
   on the wire at once, whatever the number of processes);
-- on PostgreSQL the claim runs under one transaction-scoped advisory lock, so two deliverers
-  never both see "no row of task T in flight" and claim two of T's rows; ``FOR UPDATE SKIP
-  LOCKED`` keeps claimers from waiting on rows an outcome write holds. SQLite runs one
-  process with one claimer, which serialises claims by construction.
+- on PostgreSQL (``store_pg.claim_pg``) the claim runs under one transaction-scoped advisory
+  lock, so two deliverers never both see "no row of task T in flight" and claim two of T's
+  rows; ``FOR UPDATE SKIP LOCKED`` keeps claimers from waiting on rows an outcome write holds.
+  SQLite runs one process with one claimer, which serialises claims by construction.
 
 A dead row is terminal: the next row of its task becomes eligible (a dead letter must not block
 a task's later pushes forever; the operator can replay it).
@@ -130,11 +130,9 @@ class OutboxStore:
                 pool, owner=self.owner, lease=self.lease, limit=limit, lock_key=_CLAIM_LOCK_KEY
             )
             return [_claimed(r, payload_of(r), r) for r in leased]
+        # SQLite: one process with one claimer (its worker lock), so claims are serialised
+        # by construction and need neither the advisory lock nor row locks.
         async with self.db.transaction() as session:
-            if not self.db.is_sqlite:
-                await session.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CLAIM_LOCK_KEY}
-                )
             now = await self.now(session)
             ids = self._one_per_task(await self._candidates(session, now, limit))
             if not ids:
@@ -185,8 +183,6 @@ class OutboxStore:
             .order_by(o.next_attempt_at, o.id)
             .limit(limit)
         )
-        if not self.db.is_sqlite:
-            query = query.with_for_update(skip_locked=True, of=o)
         return [(r[0], r[1], r[2]) for r in (await session.execute(query)).all()]
 
     @staticmethod

@@ -4,8 +4,9 @@ Why: through the ORM one delivered push cost three transactions and ~14 round tr
 (claim: BEGIN, advisory lock, ``now()``, candidates, UPDATE, load, COMMIT; the re-check; the
 outcome: BEGIN, ``now()``, UPDATE, COMMIT), each paying SQLAlchemy's per-statement CPU, and the
 deliverer was a fifth of a turn worker's CPU (bench/README). Here the claim keeps its one
-transaction under the advisory lock but is three statements (lock and clock, candidates,
-lease-and-load), the re-check is one statement and the outcome two. The rules are
+transaction under the advisory lock in two round trips (``BEGIN`` with the lock, then one
+claim-and-load statement), the re-check is one statement that also reads the database clock,
+and the outcome one ``UPDATE`` (its time: that clock plus the attempt's elapsed time). The rules are
 ``store.py``'s, statement for statement; SQLite keeps the ORM path, and both run the same
 outbox and delivery tests.
 """
