@@ -42,9 +42,7 @@ def _load_databases(ctx: Ctx) -> dict[int, str]:
     """One database per size, each loaded from empty (the same hot tasks in each)."""
     dbs: dict[int, str] = {}
     for size in ctx.profile.growth_sizes:
-        db = ctx.dbs.create(f"growth{size}")
-        ctx.edge.migrate(db)
-        ctx.edge.add_tenant(db, GROWTH_TENANT)
+        db = ctx.fresh_edge_database(f"growth{size}")
         seconds = load_edge_tasks(db, GROWTH_TENANT, 0, size)
         ctx.report.note(f"{NAME}: loaded {size:,} tasks in {seconds:.1f}s")
         dbs[size] = db

@@ -37,9 +37,11 @@ class Databases:
     def name(self, role: str) -> str:
         return f"{self.prefix}_{role}"
 
-    def create(self, role: str) -> str:
+    def create(self, role: str, *, template: str | None = None) -> str:
+        """A new empty database, or a copy of ``template`` (which nobody may be connected to)."""
         name = self.name(role)
-        asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+        copy = "" if template is None else f' TEMPLATE "{template}"'
+        asyncio.run(_admin(f'CREATE DATABASE "{name}"{copy}'))
         self.created.append(name)
         return name
 
