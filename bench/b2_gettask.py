@@ -106,3 +106,19 @@ def run(ctx: Ctx) -> None:
             ctx.report.add(
                 latency_row(name, f"p99 {tag}", e.p99_ms, "ms", "a2a-sdk", s.p99_ms, None)
             )
+            # At c = 1 each server is busy most of the wall time (bench/README), so its CPU
+            # per request is what its latency is made of.
+            if e.cpu_us_per_request and s.cpu_us_per_request and b.cpu_us_per_request:
+                metric = f"server CPU per request {tag}"
+                for base, other in (("a2a-sdk", s), ("bare", b)):
+                    ctx.report.add(
+                        latency_row(
+                            name,
+                            metric,
+                            e.cpu_us_per_request,
+                            "µs",
+                            base,
+                            other.cpu_us_per_request,
+                            None,
+                        )
+                    )

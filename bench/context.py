@@ -5,6 +5,7 @@ stopped at the end, whatever happens)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ class Ctx:
     ) -> HttpResult:
         assert proc.port is not None
         self._runs += 1
+        cpu_before = proc.cpu_seconds()
         result = loadgen.run(
             self.tool,
             port=proc.port,
@@ -110,6 +112,7 @@ class Ctx:
             seconds=self.profile.http_seconds if seconds is None else seconds,
             salt=f"{self.dbs.prefix}-{self._runs}",
         )
+        result = dataclasses.replace(result, server_cpu_seconds=proc.cpu_seconds() - cpu_before)
         if result.bad:
             self.report.note(
                 f"{proc.name} c={connections}: {result.bad} of {result.requests} answers were "

@@ -33,6 +33,8 @@ class HttpResult:
     mean_ms: float
     bad: int
     pool_wraps: int
+    # CPU time the server's process tree used during the run (``Ctx.load`` sets it).
+    server_cpu_seconds: float | None = None
 
     @classmethod
     def combine(cls, rounds: list[HttpResult]) -> HttpResult:
@@ -51,7 +53,19 @@ class HttpResult:
             mean_ms=statistics.median(r.mean_ms for r in rounds),
             bad=sum(r.bad for r in rounds),
             pool_wraps=sum(r.pool_wraps for r in rounds),
+            server_cpu_seconds=(
+                None
+                if any(r.server_cpu_seconds is None for r in rounds)
+                else sum(r.server_cpu_seconds or 0.0 for r in rounds)
+            ),
         )
+
+    @property
+    def cpu_us_per_request(self) -> float | None:
+        """The server's CPU per answered request, in µs (``None`` when not measured)."""
+        if self.server_cpu_seconds is None or self.requests <= 0:
+            return None
+        return self.server_cpu_seconds / self.requests * 1e6
 
     @property
     def rps(self) -> float:

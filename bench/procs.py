@@ -56,6 +56,10 @@ class Proc:
         """Resident set size of the whole process tree."""
         return sum(rss_of(pid) for pid in self.tree_pids())
 
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by every thread of the whole process tree."""
+        return sum(cpu_seconds_of(pid) for pid in self.tree_pids())
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -73,6 +77,22 @@ class Proc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(5)
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """The CPU time of every thread of ``pid``: the scheduler's own nanosecond count
+    (``/proc/<pid>/task/<tid>/schedstat``), not ``utime`` in clock ticks; 0 when it is gone."""
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in threads:
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
 
 
 def rss_of(pid: int) -> int:

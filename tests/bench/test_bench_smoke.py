@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.loadgen import write_pool
+from bench.loadgen import HttpResult, write_pool
+from bench.procs import cpu_seconds_of
 from bench.receiver import _task_and_state
 from bench.report import Report, latency_row, rate_row
 
@@ -70,6 +71,26 @@ def test_receiver_reads_task_and_status_update_pushes() -> None:
     assert _task_and_state(["not", "a", "push"]) == (None, None)
 
 
+def _result(requests: int, cpu: float | None) -> HttpResult:
+    return HttpResult("wrk", 1, requests, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0, server_cpu_seconds=cpu)
+
+
+def test_server_cpu_per_request_adds_up_over_rounds() -> None:
+    combined = HttpResult.combine([_result(1000, 0.2), _result(3000, 0.6)])
+    assert combined.server_cpu_seconds == pytest.approx(0.8)
+    assert combined.cpu_us_per_request == pytest.approx(200.0)
+    # One round without a measurement: no figure rather than a wrong one.
+    assert HttpResult.combine([_result(1000, 0.2), _result(1000, None)]).cpu_us_per_request is None
+    assert _result(0, 0.1).cpu_us_per_request is None
+
+
+def test_cpu_seconds_of_counts_this_process_and_not_a_gone_one() -> None:
+    before = cpu_seconds_of(os.getpid())
+    sum(i * i for i in range(300_000))  # burn a little CPU
+    assert cpu_seconds_of(os.getpid()) > before > 0
+    assert cpu_seconds_of(2**22 + 12345) == 0.0  # above the largest pid_max Linux allows
+
+
 def _run_bench(tmp_path: Path, *args: str) -> list[dict[str, object]]:
     env = dict(os.environ)
     if "LOOPING_TEST_PG_DSN" in env:
@@ -110,6 +131,8 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
     if number == "2":
         baselines = {r["baseline"] for r in rows if r["goal"] is not None}
         assert baselines == {"a2a-sdk", "bare"}
+        cpu = [r for r in rows if str(r["metric"]).startswith("server CPU per request")]
+        assert {r["baseline"] for r in cpu} == {"a2a-sdk", "bare"}, rows
 
 
 @pytest.mark.slow
