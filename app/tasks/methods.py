@@ -137,7 +137,7 @@ class TaskMethods:
             history_length=request.history_length if request.HasField("history_length") else 0,
             include_artifacts=request.include_artifacts,
         )
-        return await self._queries.list(call.scope, query)
+        return await self._queries.list_wire(call.scope, query)
 
     async def cancel_task(self, call: RpcCall) -> Any:
         request = parse_params(call.params, CancelTaskRequest)

@@ -8,8 +8,6 @@ clients (base64url of JSON); a forged one can only move within the caller's own 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +22,10 @@ from app.errors import InvalidParams, TaskNotFound
 from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
 from app.tasks.batched_reads import GetTaskBatcher
+from app.tasks.cursor import decode_cursor, encode_cursor
+from app.tasks.list_pg import ListFilters, list_page
 from app.tasks.repository import load_history, load_task
-from app.tasks.wire import as_utc, shown, task_doc
+from app.tasks.wire import shown, task_doc
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
@@ -40,22 +40,6 @@ class ListQuery:
     page_token: str = ""
     history_length: int = 0
     include_artifacts: bool = False
-
-
-def encode_cursor(created_at: datetime, task_id: str) -> str:
-    raw = json.dumps([as_utc(created_at).isoformat(), task_id], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
-
-
-def decode_cursor(token: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode("ascii"))
-        stamp, task_id = json.loads(raw)
-        if not isinstance(stamp, str) or not isinstance(task_id, str):
-            raise ValueError
-        return as_utc(datetime.fromisoformat(stamp)), task_id
-    except (ValueError, TypeError, UnicodeError, binascii.Error):
-        raise InvalidParams("params.pageToken is not a valid page token") from None
 
 
 class TaskQueries:
@@ -120,11 +104,29 @@ class TaskQueries:
             filters.append(TaskRow.updated_at > query.status_after)
         return filters
 
-    async def list(self, scope: CallerScope, query: ListQuery) -> dict[str, Any]:
+    async def list_wire(self, scope: CallerScope, query: ListQuery) -> dict[str, Any] | RawJson:
+        """One page, answered as JSON text on PostgreSQL (``app.tasks.list_pg``)."""
         if not 1 <= query.page_size <= MAX_PAGE_SIZE:
             raise InvalidParams(f"params.pageSize must be between 1 and {MAX_PAGE_SIZE}")
         if query.history_length < 0:
             raise InvalidParams("params.historyLength must not be negative")
+        if self._db.statement_pool is None:
+            return await self.list_through_orm(scope, query)
+        cursor = decode_cursor(query.page_token) if query.page_token else None
+        filters = ListFilters(
+            context_id=query.context_id or None,
+            state=query.state or None,
+            status_after=query.status_after,
+            cursor=cursor,
+            page_size=query.page_size,
+            history_length=query.history_length,
+            include_artifacts=query.include_artifacts,
+        )
+        return await list_page(self._db.statement_pool, scope, filters)
+
+    async def list_through_orm(self, scope: CallerScope, query: ListQuery) -> dict[str, Any]:
+        """The portable path (SQLite; on PostgreSQL the reference its statement is tested
+        against). ``query`` is validated by ``list_wire``."""
         filters = self._filters(scope, query)
         page = select(TaskRow).where(*filters)
         if query.page_token:

@@ -3,12 +3,17 @@ paths do (on SQLite these tests run the ORM paths themselves, so both backends a
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 from sqlalchemy import select, update
 
 from app.db.models import ActorRow, PushConfigRow, TaskMessageRow, TaskRow, TurnRow
+from app.rpc.responses import RawJson
 from app.tasks.push_secrets import PushSecrets
+from app.tasks.queries import ListQuery, TaskQueries
 from app.tasks.repository import load_history, load_task
-from app.tasks.wire import task_doc
+from app.tasks.wire import task_doc, utcnow
 from app.testing.edge import EdgeHarness
 from tests.tasks.conftest import PUSH_URL, SCOPE, send_params
 
@@ -92,3 +97,43 @@ async def test_get_task_params_outside_the_plain_shape_still_parse(edge: EdgeHar
     for bad in ({"historyLength": "x"}, {"historyLength": True}, {"id": 5}, {"id": ""}):
         response = await edge.rpc("GetTask", {"id": task_id, **bad})
         assert response.json()["error"]["code"] == -32602, bad
+
+
+async def test_list_tasks_matches_the_orm_pages(edge: EdgeHarness):
+    """Every filter, the cursor, history and artifacts: the PostgreSQL statement's pages are
+    the ORM's pages (another identity's tasks in the same tenant are in neither)."""
+    other = {"key": "user-2", "slack_user": "U2"}
+    await edge.result("SendMessage", send_params("o-1", context_id="ctx-a"), identity=other)
+    ids = []
+    for n in range(7):
+        params = send_params(f"m-{n}", f"text {n} ✓", context_id="ctx-a" if n % 2 else "ctx-b")
+        ids.append((await edge.result("SendMessage", params))["task"]["id"])
+    artifacts = [{"artifactId": "a-1", "parts": [{"text": "out"}]}]
+    async with edge.services.db.transaction() as session:
+        await session.execute(
+            update(TaskRow)
+            .where(TaskRow.tenant == SCOPE.tenant, TaskRow.id.in_(ids[:3]))
+            .values(state="TASK_STATE_COMPLETED", artifacts=artifacts, metadata_={"k": [1]})
+        )
+    queries = TaskQueries(edge.services.db, default_history_length=10)
+    cases = [
+        ListQuery(),
+        ListQuery(page_size=3),
+        ListQuery(page_size=2, history_length=5, include_artifacts=True),
+        ListQuery(context_id="ctx-a", history_length=1),
+        ListQuery(state="TASK_STATE_COMPLETED", include_artifacts=True),
+        ListQuery(status_after=utcnow()),  # nothing changed since: an empty page
+        ListQuery(context_id="ctx-b", state="TASK_STATE_SUBMITTED", page_size=1),
+    ]
+    for query in cases:
+        pages = 0
+        while True:
+            wire = await queries.list_wire(SCOPE, query)
+            got = json.loads(wire.text) if isinstance(wire, RawJson) else wire
+            assert got == await queries.list_through_orm(SCOPE, query), query
+            pages += 1
+            assert pages <= len(ids), "the cursor does not move"
+            if not got["nextPageToken"]:
+                break
+            query = dataclasses.replace(query, page_token=got["nextPageToken"])
+        assert pages == max(1, -(-got["totalSize"] // query.page_size)), query

@@ -1,0 +1,31 @@
+"""The ListTasks page token: an opaque keyset cursor over ``(created_at, id)``.
+
+base64url of JSON ``[created_at ISO-8601, task id]``; opaque to clients, and a forged one can
+only move within the caller's own tasks (every page query is scoped first).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+
+from app.errors import InvalidParams
+from app.tasks.wire import as_utc
+
+
+def encode_cursor(created_at: datetime, task_id: str) -> str:
+    raw = json.dumps([as_utc(created_at).isoformat(), task_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode("ascii"))
+        stamp, task_id = json.loads(raw)
+        if not isinstance(stamp, str) or not isinstance(task_id, str):
+            raise ValueError
+        return as_utc(datetime.fromisoformat(stamp)), task_id
+    except (ValueError, TypeError, UnicodeError, binascii.Error):
+        raise InvalidParams("params.pageToken is not a valid page token") from None
