@@ -1,9 +1,9 @@
 """``ListTasks`` on PostgreSQL as one statement whose pieces are spliced into the answer.
 
-Why: through the ORM a page of 50 tasks cost ~4.9 ms of edge CPU (bench/README, round five):
+Why: through the ORM a page of 50 tasks cost ~4-5 ms of edge CPU (README, round five):
 two statements in a transaction, an ORM object per row, three ``jsonb`` decodes per row, a
 ``task_doc`` dict per row and the whole page encoded again, with enough garbage for the cyclic
-collector to run every few requests. Here one autocommit statement on the statement pool
+collector to run about once per request. Here one autocommit statement on the statement pool
 returns the page's stored values as PostgreSQL's JSON text (``TASK_COLUMNS_SQL``, the pieces
 GetTask uses) plus the total, and the edge joins strings. SQLite keeps the ORM path
 (``TaskQueries.list_through_orm``), and the tests hold the two to the same documents.
