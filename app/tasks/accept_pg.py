@@ -5,7 +5,7 @@ read, history insert, push-config read and upsert, actor upsert, ``pg_notify``, 
 the accept benchmark was bound by them (bench/README, profile findings). Here the same rows
 are written by one statement of data-modifying CTEs, so the accept is still one transaction
 (a single statement is atomic) and costs one round trip; asyncpg keeps it prepared per
-connection. Hand-written SQL on the driver connection because the ORM's per-statement
+connection. Hand-written SQL on a raw driver connection because the ORM's per-statement
 overhead was measured, not guessed; SQLite keeps the ORM path (``accept.py``), and both run
 the same accept tests.
 
@@ -105,8 +105,9 @@ async def accept_new_pg(
         ),
         channel,
     )
-    async with db.engine.connect() as conn:
-        driver = (await conn.get_raw_connection()).driver_connection
-        assert driver is not None  # a checked-out connection always has one
-        row = await driver.fetchrow(_ACCEPT_NEW, *args)
+    # On the statement pool (``app/db/statement_pool.py``), like GetTask and the turn
+    # pipeline: a checkout through the SQLAlchemy pool costs more CPU than this statement's
+    # client side, and one autocommit statement leaves no session state behind.
+    assert db.statement_pool is not None  # PostgreSQL always has one
+    row = await db.statement_pool.fetchrow(_ACCEPT_NEW, *args)
     return row is not None
