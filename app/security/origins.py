@@ -156,6 +156,10 @@ class OriginAllowlist:
             parsed = parse_url(value, allow_loopback_http=self.allow_loopback_http)
         except OriginError as exc:
             raise OriginError(f"{what} is not acceptable: {exc}") from None
-        if parsed.origin not in self.origins:
+        if not self.allows(parsed):
             raise OriginError(f"{what} origin is not in the allowed gateway origins")
         return parsed
+
+    def allows(self, parsed: ParsedUrl) -> bool:
+        """Whether an already parsed URL's origin is allowlisted (exact match)."""
+        return parsed.origin in self.origins

@@ -85,18 +85,17 @@ def validate_push_config(
     if require_token and not config.token:
         raise InvalidParams(f"{prefix}.token is required", reason="push_token_required")
     try:
-        parse_url(config.url, allow_loopback_http=allowlist.allow_loopback_http)
+        parsed = parse_url(config.url, allow_loopback_http=allowlist.allow_loopback_http)
     except OriginError as exc:
         raise InvalidParams(
             f"{prefix}.url is not a valid URL ({exc})", reason="invalid_push_url"
         ) from None
-    try:
-        allowlist.check_url(config.url, what="push url")
-    except OriginError:
+    # One parse serves both checks (it was parsed twice per accept, 8-11 us each).
+    if not allowlist.allows(parsed):
         raise InvalidParams(
             f"{prefix}.url origin is not in the allowed gateway origins (GATEWAY_ORIGINS)",
             reason="push_url_not_allowed",
-        ) from None
+        )
     if config.id and not _ID_RE.match(config.id):
         raise InvalidParams(
             f"{prefix}.id must be 1-{MAX_CONFIG_ID} printable characters without spaces",
