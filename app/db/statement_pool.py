@@ -1,6 +1,7 @@
 """A small pool of raw asyncpg connections for single autocommit statements on PostgreSQL:
-GetTask reads, and the turn pipeline's one-statement units (the worker's fenced turn and task
-updates, its mailbox reads, lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
+GetTask and ListTasks reads, the new-task accept (``app.tasks.accept_pg``), the turn
+pipeline's one-statement units (the worker's fenced turn and task updates, its mailbox reads,
+lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
 ``app.tasks.turn_writes_pg``, ``app.push.store_pg``), and through ``connection()`` the push
 claim's short transaction.
 
