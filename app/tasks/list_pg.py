@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -27,25 +26,13 @@ from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.tasks.cursor import encode_cursor
+from app.tasks.list_query import ListQuery
 
 
 class ListRunner(Protocol):
     """What runs the statement: ``app.db.statement_pool.StatementPool``."""
 
     async def fetch(self, query: str, *args: Any) -> Sequence[Any]: ...
-
-
-@dataclass(frozen=True)
-class ListFilters:
-    """The page's filters, already validated and decoded (``app.tasks.queries``)."""
-
-    context_id: str | None
-    state: str | None
-    status_after: datetime | None
-    cursor: tuple[datetime, str] | None
-    page_size: int
-    history_length: int
-    include_artifacts: bool
 
 
 @functools.cache
@@ -90,32 +77,40 @@ SELECT total.n, t.created_at, {columns}
 """  # noqa: S608 (constant fragments and placeholder numbers only)
 
 
-async def list_page(runner: ListRunner, scope: CallerScope, page: ListFilters) -> RawJson:
-    """The ListTasks result as JSON text, keys in the ORM path's order."""
+async def list_page(
+    runner: ListRunner,
+    scope: CallerScope,
+    query: ListQuery,
+    cursor: tuple[datetime, str] | None,
+) -> RawJson:
+    """The ListTasks result as JSON text, keys in the ORM path's order. ``query`` is
+    validated and its page token decoded into ``cursor`` by ``TaskQueries.list_wire``."""
+    # An empty context id or state filters nothing, as in the ORM path's ``_filters``.
+    context_id, state = query.context_id or None, query.state or None
     args: list[Any] = [
         scope.tenant,
         scope.identity,
-        page.page_size + 1,
-        page.history_length,
-        page.include_artifacts,
+        query.page_size + 1,
+        query.history_length,
+        query.include_artifacts,
     ]
-    args += [v for v in (page.context_id, page.state, page.status_after) if v is not None]
-    if page.cursor is not None:
-        args += list(page.cursor)
+    args += [v for v in (context_id, state, query.status_after) if v is not None]
+    if cursor is not None:
+        args += list(cursor)
     sql = list_sql(
-        page.context_id is not None,
-        page.state is not None,
-        page.status_after is not None,
-        page.cursor is not None,
+        context_id is not None,
+        state is not None,
+        query.status_after is not None,
+        cursor is not None,
     )
     rows = await runner.fetch(sql, *args)
     total = int(rows[0][0])
     found = [row for row in rows if row[2] is not None]  # an empty page is one row of NULLs
-    more = len(found) > page.page_size
-    found = found[: page.page_size]
+    more = len(found) > query.page_size
+    found = found[: query.page_size]
     token = encode_cursor(found[-1][1], found[-1][2]) if more else ""
     tasks = ",".join(task_text(row[2:]) for row in found)
     return RawJson(
         f'{{"tasks":[{tasks}],"nextPageToken":{json.dumps(token)},'
-        f'"pageSize":{page.page_size},"totalSize":{total}}}'
+        f'"pageSize":{query.page_size},"totalSize":{total}}}'
     )

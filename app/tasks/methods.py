@@ -24,9 +24,10 @@ from app.rpc.context import MethodTable, RpcCall
 from app.tasks.accept import Acceptor
 from app.tasks.blocking import wait_settled
 from app.tasks.cancel import TaskCanceller
+from app.tasks.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
 from app.tasks.push_configs import PushConfigService
 from app.tasks.push_secrets import PushSecrets
-from app.tasks.queries import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery, TaskQueries
+from app.tasks.queries import TaskQueries
 from app.tasks.send_params import parse_send_message
 from app.tasks.wire import accept_answer, parse_params
 

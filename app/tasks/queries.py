@@ -9,8 +9,6 @@ clients (base64url of JSON); a forged one can only move within the caller's own 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, tuple_
@@ -23,23 +21,10 @@ from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
 from app.tasks.batched_reads import GetTaskBatcher
 from app.tasks.cursor import decode_cursor, encode_cursor
-from app.tasks.list_pg import ListFilters, list_page
+from app.tasks.list_pg import list_page
+from app.tasks.list_query import MAX_PAGE_SIZE, ListQuery
 from app.tasks.repository import load_history, load_task
 from app.tasks.wire import shown, task_doc
-
-MAX_PAGE_SIZE = 100
-DEFAULT_PAGE_SIZE = 50
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    context_id: str | None = None
-    state: str | None = None
-    status_after: datetime | None = None
-    page_size: int = DEFAULT_PAGE_SIZE
-    page_token: str = ""
-    history_length: int = 0
-    include_artifacts: bool = False
 
 
 class TaskQueries:
@@ -113,16 +98,7 @@ class TaskQueries:
         if self._db.statement_pool is None:
             return await self.list_through_orm(scope, query)
         cursor = decode_cursor(query.page_token) if query.page_token else None
-        filters = ListFilters(
-            context_id=query.context_id or None,
-            state=query.state or None,
-            status_after=query.status_after,
-            cursor=cursor,
-            page_size=query.page_size,
-            history_length=query.history_length,
-            include_artifacts=query.include_artifacts,
-        )
-        return await list_page(self._db.statement_pool, scope, filters)
+        return await list_page(self._db.statement_pool, scope, query, cursor)
 
     async def list_through_orm(self, scope: CallerScope, query: ListQuery) -> dict[str, Any]:
         """The portable path (SQLite; on PostgreSQL the reference its statement is tested

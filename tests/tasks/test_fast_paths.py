@@ -10,8 +10,9 @@ from sqlalchemy import select, update
 
 from app.db.models import ActorRow, PushConfigRow, TaskMessageRow, TaskRow, TurnRow
 from app.rpc.responses import RawJson
+from app.tasks.list_query import ListQuery
 from app.tasks.push_secrets import PushSecrets
-from app.tasks.queries import ListQuery, TaskQueries
+from app.tasks.queries import TaskQueries
 from app.tasks.repository import load_history, load_task
 from app.tasks.wire import task_doc, utcnow
 from app.testing.edge import EdgeHarness
@@ -124,6 +125,7 @@ async def test_list_tasks_matches_the_orm_pages(edge: EdgeHarness):
         ListQuery(state="TASK_STATE_COMPLETED", include_artifacts=True),
         ListQuery(status_after=utcnow()),  # nothing changed since: an empty page
         ListQuery(context_id="ctx-b", state="TASK_STATE_SUBMITTED", page_size=1),
+        ListQuery(context_id="", state=""),  # empty filters filter nothing, on both paths
     ]
     for query in cases:
         pages = 0
