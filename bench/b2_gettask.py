@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 
-from bench import procs, wire
+from bench import procs, roundtrip, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
 from bench.procs import Proc
 from bench.report import latency_row, rate_row
-from bench.seed import SDK_TASKS_PER_IDENTITY, hot_task
+from bench.seed import SDK_TASKS_PER_IDENTITY, hot_identity, hot_task
 from bench.servers import sdk_server, uvicorn_server
 
 NAME = "2 GetTask"
@@ -53,6 +53,10 @@ def run(ctx: Ctx) -> None:
     sdk_tokens = [f"sdk-hot-{k % HOT_IDENTITIES}" for k in range(len(tokens))]
     sdk_bodies = _bodies(
         "", "GetTask", len(tokens), id_space="sdk", per_identity=SDK_TASKS_PER_IDENTITY
+    )
+    # Before any server starts: the machine is as quiet as it gets in this run.
+    trips = roundtrip.measure(
+        db, TENANT, hot_identity(0), hot_task(TENANT, 0, 0), seconds=ctx.profile.roundtrip_seconds
     )
     for workers in ctx.profile.server_workers:
         # The three servers run side by side and take turns under load (Ctx.load_interleaved).
@@ -122,3 +126,9 @@ def run(ctx: Ctx) -> None:
                             None,
                         )
                     )
+    # What c = 1 latency is made of besides CPU: the one statement the edge waits for.
+    for metric, value in (
+        ("PostgreSQL round trip c1, prepared SELECT 1", trips.select1_us),
+        ("PostgreSQL round trip c1, the edge's GetTask statement", trips.statement_us),
+    ):
+        ctx.report.add(latency_row(name, metric, value, "µs", None, None, None))

@@ -33,6 +33,7 @@ class Profile:
     growth_seconds: float
     memory_identities: int
     memory_concurrency: int
+    roundtrip_seconds: float  # benchmark 2's PostgreSQL round trip (bench/roundtrip.py)
 
 
 QUICK = Profile(
@@ -52,6 +53,7 @@ QUICK = Profile(
     growth_seconds=0.4,
     memory_identities=60,
     memory_concurrency=32,
+    roundtrip_seconds=0.3,
 )
 
 FULL = Profile(
@@ -71,4 +73,5 @@ FULL = Profile(
     growth_seconds=8.0,
     memory_identities=10_000,
     memory_concurrency=32,
+    roundtrip_seconds=4.0,
 )

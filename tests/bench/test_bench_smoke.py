@@ -133,6 +133,8 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         assert baselines == {"a2a-sdk", "bare"}
         cpu = [r for r in rows if str(r["metric"]).startswith("server CPU per request")]
         assert {r["baseline"] for r in cpu} == {"a2a-sdk", "bare"}, rows
+        trips = [r for r in rows if str(r["metric"]).startswith("PostgreSQL round trip c1")]
+        assert len(trips) == 2 and all(r["value"] > 0 for r in trips), rows
 
 
 @pytest.mark.slow
