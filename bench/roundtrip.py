@@ -22,11 +22,14 @@ from typing import Any
 
 import asyncpg
 
+from app.settings import Settings
 from app.tasks.batched_reads import GET_TASK_SQL
 from bench import pg
 
 BLOCK = 200  # statements per timed block
 WARMUP = 200
+# The bench's GetTask bodies carry no historyLength, so the edge sends its default.
+HISTORY_LIMIT: int = Settings.model_fields["default_history_length"].default
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ async def _measure(dsn: str, key: tuple[str, str, str], seconds: float) -> Round
     try:
         select1 = await conn.prepare("SELECT 1")
         get_task = await conn.prepare(GET_TASK_SQL)
-        args: tuple[Any, ...] = (*key, 50)
+        args: tuple[Any, ...] = (*key, HISTORY_LIMIT)
         if await get_task.fetchrow(*args) is None:
             raise RuntimeError(f"round trip: task {key[2]} of {key[1]} is not in {dsn}")
         for _ in range(WARMUP):
