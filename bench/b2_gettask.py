@@ -19,6 +19,28 @@ from bench.seed import SDK_TASKS_PER_IDENTITY, hot_identity, hot_task
 from bench.servers import sdk_server, uvicorn_server
 
 NAME = "2 GetTask"
+SDK_GOAL = 4.0
+BARE_GOAL = 0.35
+
+
+def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
+    """Which GetTask goal is the stricter one at ``tag``, when it is the a2a-sdk's.
+
+    The two goals bound the edge from below by ``SDK_GOAL x a2a-sdk`` and ``BARE_GOAL x
+    bare``. Where the a2a-sdk answers more than ``BARE_GOAL / SDK_GOAL`` (0.0875) of the bare
+    endpoint's rate, meeting the a2a-sdk goal means beating the bare goal by that margin:
+    that is where the issue's own estimate of the ceiling (~0.4x bare for one process that
+    verifies every token) leaves no room (bench/README, "Concurrency 1")."""
+    if sdk_rps <= 0 or bare_rps <= 0:
+        return None
+    share = sdk_rps / bare_rps
+    if share <= BARE_GOAL / SDK_GOAL:
+        return None
+    return (
+        f"{tag}: the a2a-sdk answered {share:.3f}x the bare endpoint's rate, so >= "
+        f"{SDK_GOAL:g}x the a2a-sdk means >= {SDK_GOAL * share:.2f}x bare (the stricter "
+        f"GetTask goal here; the bare goal is {BARE_GOAL:g}x)"
+    )
 
 
 def edge_method(ctx: Ctx, proc: Proc, token: str) -> str:
@@ -102,8 +124,11 @@ def run(ctx: Ctx) -> None:
         for c in ctx.profile.concurrencies:
             tag = f"{workers}p c{c}"
             e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
-            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, 4.0))
-            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, 0.35))
+            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, SDK_GOAL))
+            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, BARE_GOAL))
+            note = binding_goal_note(tag, s.rps, b.rps)
+            if note is not None:
+                ctx.report.note(f"{name} {note}")
             ctx.report.add(
                 latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None)
             )

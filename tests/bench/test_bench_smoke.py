@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.b2_gettask import binding_goal_note
 from bench.loadgen import HttpResult, write_pool
 from bench.procs import cpu_seconds_of
 from bench.receiver import _task_and_state
@@ -82,6 +83,19 @@ def test_server_cpu_per_request_adds_up_over_rounds() -> None:
     # One round without a measurement: no figure rather than a wrong one.
     assert HttpResult.combine([_result(1000, 0.2), _result(1000, None)]).cpu_us_per_request is None
     assert _result(0, 0.1).cpu_us_per_request is None
+
+
+def test_binding_goal_note_names_the_a2a_sdk_goal_only_when_it_is_the_stricter() -> None:
+    # 4x an a2a-sdk at 0.11x bare asks for 0.44x bare: stricter than the 0.35x goal.
+    note = binding_goal_note("1p c1", 349.0, 3169.0)
+    assert note is not None
+    assert "0.110x" in note and ">= 0.44x bare" in note
+    # At 0.0875x (0.35 / 4) or below, the bare goal is the stricter one: no note.
+    assert binding_goal_note("1p c1", 87.5, 1000.0) is None
+    assert binding_goal_note("1p c16", 76.0, 1000.0) is None
+    # A server that answered nothing gives no figure rather than a wrong one.
+    assert binding_goal_note("1p c1", 0.0, 1000.0) is None
+    assert binding_goal_note("1p c1", 100.0, 0.0) is None
 
 
 def test_cpu_seconds_of_counts_this_process_and_not_a_gone_one() -> None:
