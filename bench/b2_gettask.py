@@ -30,7 +30,7 @@ def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
     bare``. Where the a2a-sdk answers more than ``BARE_GOAL / SDK_GOAL`` (0.0875) of the bare
     endpoint's rate, meeting the a2a-sdk goal means beating the bare goal by that margin:
     that is where the issue's own estimate of the ceiling (~0.4x bare for one process that
-    verifies every token) leaves no room (bench/README, "Concurrency 1")."""
+    verifies every token) leaves no room (README, "Concurrency 1")."""
     if sdk_rps <= 0 or bare_rps <= 0:
         return None
     share = sdk_rps / bare_rps
