@@ -28,9 +28,10 @@ def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
 
     The two goals bound the edge from below by ``SDK_GOAL x a2a-sdk`` and ``BARE_GOAL x
     bare``. Where the a2a-sdk answers more than ``BARE_GOAL / SDK_GOAL`` (0.0875) of the bare
-    endpoint's rate, meeting the a2a-sdk goal means beating the bare goal by that margin:
-    that is where the issue's own estimate of the ceiling (~0.4x bare for one process that
-    verifies every token) leaves no room (README, "Concurrency 1")."""
+    endpoint's rate, meeting the a2a-sdk goal means beating the bare goal by that margin
+    (``SDK_GOAL x share`` of the bare rate), which the issue's own estimate of the ceiling
+    (~0.4x bare for one process that verifies every token) leaves little or no room for
+    (README, "Concurrency 1")."""
     if sdk_rps <= 0 or bare_rps <= 0:
         return None
     share = sdk_rps / bare_rps
