@@ -44,6 +44,12 @@ class TaskSnapshot:
     state: str
     context_id: str
 
+    @classmethod
+    def of(cls, task: dict[str, Any], state: str) -> TaskSnapshot:
+        """From the protobuf-JSON task with its whole history (the PostgreSQL reads)."""
+        history = list(task.get("history", []))
+        return cls(task=task, history=history, state=state, context_id=str(task["contextId"]))
+
 
 class TurnWrites:
     def __init__(self, db: Database, settings: Settings) -> None:
@@ -191,10 +197,7 @@ class TurnWrites:
             found = await snapshot_pg(self._db.statement_pool, scope, task_id)
             if found is None:
                 raise TaskNotFound(f"task '{shown(task_id)}' not found")
-            task, state = found
-            history = list(task.get("history", []))
-            context_id = str(task["contextId"])
-            return TaskSnapshot(task=task, history=history, state=state, context_id=context_id)
+            return TaskSnapshot.of(*found)
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:

@@ -20,6 +20,7 @@ message lands exactly where the read said (its interrupt key names that position
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from a2a.types import Artifact
@@ -45,10 +46,15 @@ RETURNING 1
 """
 )
 
-# The task's state and its protobuf-JSON pieces with the whole history (LIMIT NULL).
+# The task's state and its protobuf-JSON pieces with the whole history (LIMIT NULL), from
+# ``tasks t`` with $1 the tenant; ``snapshot_from_row`` reads them (also used by the worker's
+# one-statement start of an attempt, ``app.worker.turn_start``).
+SNAPSHOT_COLUMNS_SQL = "t.state, " + TASK_COLUMNS_SQL.replace("@TENANT", "$1").replace(
+    "@LIMIT", "NULL"
+)
 _SNAPSHOT_SQL = (
-    "SELECT t.state, "  # noqa: S608 (constant fragments only)
-    + TASK_COLUMNS_SQL.replace("@TENANT", "$1").replace("@LIMIT", "NULL")
+    "SELECT "  # noqa: S608 (constant fragments only)
+    + SNAPSHOT_COLUMNS_SQL
     + """
   FROM tasks t
  WHERE t.tenant = $1 AND t.identity = $2 AND t.id = $3
@@ -125,10 +131,17 @@ async def snapshot_pg(
 ) -> tuple[dict[str, Any], str] | None:
     """The task as protobuf-JSON with its whole history, and its state; None if not found."""
     row = await pool.fetchrow(_SNAPSHOT_SQL, scope.tenant, scope.identity, task_id)
-    if row is None:
+    return None if row is None else snapshot_from_row(row)
+
+
+def snapshot_from_row(columns: Sequence[Any]) -> tuple[dict[str, Any], str] | None:
+    """The task and its state from ``SNAPSHOT_COLUMNS_SQL``'s values; None if no task row
+    matched (an outer join's NULL state)."""
+    state = columns[0]
+    if state is None:
         return None
-    task: dict[str, Any] = json.loads(task_text(row[1:]))
-    return task, row[0]
+    task: dict[str, Any] = json.loads(task_text(columns[1:]))
+    return task, state
 
 
 async def finish_pg(

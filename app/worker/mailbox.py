@@ -60,6 +60,36 @@ RETURNING 1
 )
 
 
+# ``settle`` and the read of the identity's next head in one statement: the drain reads the
+# head after every settled turn, so apart they were two round trips per turn (bench/README,
+# round seven). Every part of a statement sees the same snapshot, taken before its UPDATE
+# runs, so the settled turn still looks unfinished to the head read: it is left out by id
+# (it was the head, so the next head has a higher id). The head is only used when the
+# settle applied. $5 turn id, $6 new status, $7 last error, $8 unfinished statuses.
+_SETTLE_AND_HEAD_SQL = (
+    """
+WITH settled AS (
+    UPDATE turns SET status = $6, last_error = $7::text, updated_at = now()
+     WHERE id = $5 AND tenant = $1 AND identity = $2 AND status = ANY($8::text[])
+       AND """  # noqa: S608 (constant fragments only)
+    + FENCE_SQL
+    + """
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM settled) AS applied,
+       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
+           (not_before IS NULL OR not_before <= now()) AS due
+      FROM turns
+     WHERE tenant = $1 AND identity = $2 AND status = ANY($8::text[]) AND id <> $5
+     ORDER BY id
+     LIMIT 1) AS h ON true
+"""
+)
+
+
 @dataclass(frozen=True)
 class QueuedTurn:
     id: int
@@ -117,7 +147,12 @@ async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
 
 async def _head_turn_pg(pool: StatementPool, lease: Lease) -> QueuedTurn | None:
     row = await pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity, list(UNFINISHED))
-    if row is None or not row["due"]:
+    return _queued_turn(row)
+
+
+def _queued_turn(row: Any) -> QueuedTurn | None:
+    """A head row of ``_HEAD_SQL``'s shape as a turn, or None when absent or not yet due."""
+    if row is None or row["id"] is None or not row["due"]:
         return None
     return QueuedTurn(
         id=row["id"],
@@ -199,6 +234,41 @@ async def settle(
         change = _TurnChange(status, set_error=True, error=error)
         return await _fenced_update_pg(db.statement_pool, lease, turn_id, change)
     return await _fenced_update(db, lease, turn_id, status=status, last_error=error)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What ``settle_and_head`` found: whether the settle applied (False: fenced out, the
+    turn belongs to another holder now) and, if it did, the identity's next due turn."""
+
+    applied: bool
+    next_turn: QueuedTurn | None = None
+
+
+async def settle_and_head(
+    db: Database, lease: Lease, turn_id: int, status: str, *, error: str | None = None
+) -> Settled:
+    """``settle`` the turn, then read the identity's next head (``head_turn``): one
+    statement on PostgreSQL, two units on SQLite."""
+    if db.statement_pool is None:
+        if not await settle(db, lease, turn_id, status, error=error):
+            return Settled(applied=False)
+        return Settled(applied=True, next_turn=await head_turn(db, lease))
+    scope, fence = lease.scope, lease.fence
+    row = await db.statement_pool.fetchrow(
+        _SETTLE_AND_HEAD_SQL,
+        scope.tenant,
+        scope.identity,
+        fence.token,
+        fence.owner,
+        turn_id,
+        status,
+        error,
+        list(UNFINISHED),
+    )
+    if row is None or row["applied"] != 1:
+        return Settled(applied=False)
+    return Settled(applied=True, next_turn=_queued_turn(row))
 
 
 async def retry_later(

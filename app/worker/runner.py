@@ -3,7 +3,8 @@
 Order of a run (CONTRACT §6; ARCHITECTURE, Durable execution):
 
 1. ``begin_attempt``: the turn is ``running`` and the attempt counted *before* any effect, so a
-   worker killed mid-turn leaves a counted attempt behind (the next holder re-runs it).
+   worker killed mid-turn leaves a counted attempt behind (the next holder re-runs it); the
+   task snapshot is read with it (``turn_start``: one statement on PostgreSQL).
 2. Skip what must not run: a task that is gone, terminal, canceled, or already answered by an
    earlier attempt of this turn (crash between ``finish`` and marking the turn ``done``).
 3. ``mark_working`` (guarded): ``False`` means canceled, closed or fence lost — no agent call.
@@ -14,7 +15,9 @@ Order of a run (CONTRACT §6; ARCHITECTURE, Durable execution):
    exception's) and marks the turn ``dead`` so it no longer holds the identity's later turns.
 
 Every write is fenced; after a refused write the runner asks whether it still holds the lease
-to tell "task closed" (settle the turn, go on) from "lease lost" (touch nothing, stop).
+to tell "task closed" (settle the turn, go on) from "lease lost" (touch nothing, stop). Settling
+reads the identity's next due turn in the same statement (``mailbox.settle_and_head``), which
+the drain runs next.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from app.tasks import states
 from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
 from app.tenants.registry import TenantRecord
-from app.worker import mailbox
+from app.worker import mailbox, turn_start
 from app.worker.lease import Lease, still_held
 from app.worker.mailbox import QueuedTurn
 
@@ -86,6 +89,18 @@ class Tenants(Protocol):
 class Verdict(enum.Enum):
     NEXT = "next"  # the turn is settled: drain the identity's next turn
     STOP = "stop"  # lease lost, backoff scheduled or shutdown: release and stop draining
+
+
+@dataclass(frozen=True)
+class Step:
+    """How a run ended and, after ``NEXT``, the identity's next due turn as read by the
+    statement that settled this one (``mailbox.settle_and_head``; None: nothing due)."""
+
+    verdict: Verdict
+    next_turn: QueuedTurn | None = None
+
+
+STOP = Step(Verdict.STOP)
 
 
 @dataclass
@@ -145,12 +160,13 @@ class TurnRunner:
     metrics: Metrics
     clock: Callable[[], float] = time.time
 
-    async def run(self, lease: Lease, turn: QueuedTurn, watch: TurnWatch) -> Verdict:
-        if not await mailbox.begin_attempt(self.db, lease, turn):
-            return Verdict.STOP
+    async def run(self, lease: Lease, turn: QueuedTurn, watch: TurnWatch) -> Step:
+        begun = await turn_start.begin(self.db, self.writes, lease, turn)
+        if not begun.applied:
+            return STOP
         attempt = turn.attempts + 1
         run = _TurnRun(self, lease, turn, watch, attempt)
-        return await run.execute()
+        return await run.execute(begun.snapshot)
 
 
 class _TurnRun:
@@ -165,8 +181,7 @@ class _TurnRun:
         self.watch = watch
         self.attempt = attempt
 
-    async def execute(self) -> Verdict:
-        snapshot = await self._snapshot()
+    async def execute(self, snapshot: Snapshot | None) -> Step:
         if snapshot is None:
             return await self._settle(states.TURN_DONE)
         if snapshot.state == states.CANCELED:
@@ -269,28 +284,28 @@ class _TurnRun:
             self.watch.stop.set()
             raise TurnStopped
 
-    async def _finish(self, outcome: TurnOutcome) -> Verdict:
+    async def _finish(self, outcome: TurnOutcome) -> Step:
         if await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, outcome):
             return await self._settle(states.TURN_DONE, result=_result_label(outcome.state))
         return await self._refused()
 
-    async def _crashed(self, category: str) -> Verdict:
+    async def _crashed(self, category: str) -> Step:
         if self.attempt >= self.r.settings.turn_max_attempts:
             return await self._give_up(mark=False, error=category)
         delay = backoff_seconds(self.r.settings, self.attempt)
         if not await mailbox.retry_later(
             self.r.db, self.lease, self.turn.id, delay=delay, error=category
         ):
-            return Verdict.STOP
+            return STOP
         self.r.metrics.turns.labels("retry").inc()
         log.info(
             "turn.retry",
             extra={"task_id": self.turn.task_id, "turn_id": self.turn.id, "outcome": "retry"},
         )
         # Release the identity: it is claimable again once the backoff has passed.
-        return Verdict.STOP
+        return STOP
 
-    async def _give_up(self, *, mark: bool, error: str | None = None) -> Verdict:
+    async def _give_up(self, *, mark: bool, error: str | None = None) -> Step:
         """The final failure: task FAILED with the operator's text, turn ``dead`` (poison
         turns never block the identity's later turns)."""
         if mark and not await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence):
@@ -301,23 +316,23 @@ class _TurnRun:
         log.warning("turn.dead", extra={"task_id": self.turn.task_id, "turn_id": self.turn.id})
         return await self._settle(states.TURN_DEAD, result="failed", error=error)
 
-    async def _stopped(self) -> Verdict:
+    async def _stopped(self) -> Step:
         if self.watch.lost:
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
-            return Verdict.STOP
+            return STOP
         if self.watch.shutdown and not self.watch.canceled:
             await mailbox.give_back(self.r.db, self.lease, self.turn.id)
-            return Verdict.STOP
+            return STOP
         return await self._refused()
 
-    async def _refused(self) -> Verdict:
+    async def _refused(self) -> Step:
         """A guarded write did not apply (or the agent was stopped): the task was closed
         (canceled, terminal, waiting for input) or this worker no longer holds the identity.
         Only the former is ours to settle; anything else is retried like a crash."""
         if not await still_held(self.r.db, self.lease):
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             self.watch.lost = True
-            return Verdict.STOP
+            return STOP
         snapshot = await self._snapshot()
         if snapshot is None:
             return await self._settle(states.TURN_DONE)
@@ -329,15 +344,18 @@ class _TurnRun:
 
     async def _settle(
         self, status: str, *, result: str | None = None, error: str | None = None
-    ) -> Verdict:
-        if not await mailbox.settle(self.r.db, self.lease, self.turn.id, status, error=error):
+    ) -> Step:
+        settled = await mailbox.settle_and_head(
+            self.r.db, self.lease, self.turn.id, status, error=error
+        )
+        if not settled.applied:
             # Fenced out: another worker holds the identity now and owns this turn.
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             self.watch.lost = True
-            return Verdict.STOP
+            return STOP
         if result is not None:
             self.r.metrics.turns.labels(result).inc()
-        return Verdict.NEXT
+        return Step(Verdict.NEXT, settled.next_turn)
 
 
 def _outcome(result: object) -> TurnOutcome:

@@ -159,14 +159,12 @@ class TurnWorker:
     async def _drain(self, holding: Holding) -> None:
         lease = holding.lease
         try:
-            while not self._stopping and not holding.lost:
-                turn = await mailbox.head_turn(self.db, lease)
-                if turn is None:
-                    break
+            turn = await mailbox.head_turn(self.db, lease)
+            while turn is not None and not self._stopping and not holding.lost:
                 watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
                 holding.watch = watch
                 try:
-                    verdict = await self.runner.run(lease, turn, watch)
+                    step = await self.runner.run(lease, turn, watch)
                 except Exception as exc:
                     log.error(
                         "turn.internal_error",
@@ -177,8 +175,10 @@ class TurnWorker:
                 finally:
                     holding.watch = None
                     holding.lost = holding.lost or watch.lost
-                if verdict is Verdict.STOP:
+                if step.verdict is Verdict.STOP:
                     break
+                # Read by the statement that settled the turn (``mailbox.settle_and_head``).
+                turn = step.next_turn
         except Exception as exc:
             log.warning("worker.drain_failed", extra={"outcome": type(exc).__name__})
         finally:

@@ -1,0 +1,122 @@
+"""The mailbox's settle-and-read-next unit (``mailbox.settle_and_head``), on both backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from app.db.engine import Database
+from app.db.models import ActorRow, TurnRow
+from app.tasks import states
+from app.testing.edge import edge_harness
+from app.worker import mailbox
+from app.worker.lease import Lease, claim
+from tests.worker.helpers import send, turns
+
+LEASE = 30.0
+
+
+async def _holder(db: Database, owner: str = "w1") -> Lease:
+    (lease,) = await claim(db, owner=owner, limit=1, lease_seconds=LEASE)
+    return lease
+
+
+async def _head(db: Database, lease: Lease) -> mailbox.QueuedTurn:
+    turn = await mailbox.head_turn(db, lease)
+    assert turn is not None
+    assert await mailbox.begin_attempt(db, lease, turn)
+    return turn
+
+
+async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="alice")
+        await send(edge, "reply c", message_id="m3", who="bob")  # another identity's mailbox
+        db = edge.services.db
+        first, second, _ = await turns(db)
+        lease = await _holder(db)
+        assert lease.scope.identity == "alice"
+        turn = await _head(db, lease)
+        assert turn.id == first.id
+
+        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+
+        assert settled.applied
+        assert settled.next_turn is not None and settled.next_turn.id == second.id
+        assert settled.next_turn.message_id == "m2" and settled.next_turn.attempts == 0
+        assert settled.next_turn.payload["message"]["parts"] == [{"text": "reply b"}]
+        rows = {row.id: row for row in await turns(db)}
+        assert rows[first.id].status == states.TURN_DONE
+        assert rows[second.id].status == states.TURN_QUEUED
+        # The last turn settled: nothing is next.
+        nxt = await _head(db, lease)
+        last = await mailbox.settle_and_head(db, lease, nxt.id, states.TURN_DEAD, error="x")
+        assert last.applied and last.next_turn is None
+        assert {row.id: row for row in await turns(db)}[nxt.id].last_error == "x"
+
+
+async def test_settle_and_head_stops_at_a_turn_waiting_out_its_backoff(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="alice")
+        db = edge.services.db
+        _, second = await turns(db)
+        lease = await _holder(db)
+        turn = await _head(db, lease)
+        later = datetime.now(UTC) + timedelta(hours=1)
+        async with db.transaction() as s:
+            await s.execute(update(TurnRow).where(TurnRow.id == second.id).values(not_before=later))
+
+        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+
+        assert settled.applied and settled.next_turn is None  # the drain stops, and releases
+
+
+async def test_settle_and_head_of_a_zombie_changes_nothing(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="alice")
+        db = edge.services.db
+        zombie = await _holder(db, "old")
+        turn = await _head(db, zombie)
+        async with db.transaction() as s:
+            await s.execute(
+                update(ActorRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
+            )
+        await _holder(db, "new")
+
+        settled = await mailbox.settle_and_head(db, zombie, turn.id, states.TURN_DONE)
+
+        assert not settled.applied and settled.next_turn is None
+        assert (await turns(db))[0].status == states.TURN_RUNNING
+
+
+async def test_settle_and_head_is_one_statement_on_postgresql(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_harness(db_url) as edge:
+        db = edge.services.db
+        if db.statement_pool is None:
+            pytest.skip("SQLite runs settle and the head read as two units")
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="alice")
+        lease = await _holder(db)
+        turn = await _head(db, lease)
+        calls: list[str] = []
+        real = db.statement_pool.fetchrow
+
+        async def counted(query: str, *args: Any) -> Any:
+            calls.append(query)
+            return await real(query, *args)
+
+        monkeypatch.setattr(db.statement_pool, "fetchrow", counted)
+        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+        assert settled.next_turn is not None and len(calls) == 1

@@ -1,0 +1,103 @@
+"""Starting an attempt (``turn_start.begin``): the counted attempt and the task it runs on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, update
+
+from app.db.models import ActorRow, TaskMessageRow, TaskRow
+from app.tasks import states
+from app.tasks.turn_writes import TurnWrites
+from app.testing.edge import edge_harness
+from app.worker import mailbox, turn_start
+from app.worker.lease import claim
+from tests.worker.helpers import send, turns
+
+LEASE = 30.0
+
+
+async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        task_id = await send(edge, "reply a", message_id="m1", who="alice")
+        db = edge.services.db
+        writes = TurnWrites(db, edge.settings)
+        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await mailbox.head_turn(db, lease)
+        assert turn is not None
+
+        begun = await turn_start.begin(db, writes, lease, turn)
+
+        assert begun.applied and begun.snapshot is not None
+        (row,) = await turns(db)
+        assert (row.status, row.attempts) == (states.TURN_RUNNING, 1)
+        # The same snapshot the runner's own read gives, history included.
+        assert begun.snapshot == await writes.load_turn_context(lease.scope, task_id)
+        assert begun.snapshot.state == states.SUBMITTED
+        assert [m["messageId"] for m in begun.snapshot.history] == ["m1"]
+
+
+async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        task_id = await send(edge, "reply a", message_id="m1", who="alice")
+        db = edge.services.db
+        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await mailbox.head_turn(db, lease)
+        assert turn is not None
+        async with db.transaction() as s:  # purged by retention meanwhile
+            await s.execute(delete(TaskMessageRow).where(TaskMessageRow.task_id == task_id))
+            await s.execute(delete(TaskRow).where(TaskRow.id == task_id))
+
+        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), lease, turn)
+
+        assert begun.applied and begun.snapshot is None  # the runner settles it as done
+        assert (await turns(db))[0].attempts == 1
+
+
+async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        db = edge.services.db
+        (zombie,) = await claim(db, owner="old", limit=1, lease_seconds=LEASE)
+        turn = await mailbox.head_turn(db, zombie)
+        assert turn is not None
+        async with db.transaction() as s:
+            await s.execute(
+                update(ActorRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
+            )
+        await claim(db, owner="new", limit=1, lease_seconds=LEASE)
+
+        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), zombie, turn)
+
+        assert not begun.applied and begun.snapshot is None
+        (row,) = await turns(db)
+        assert (row.status, row.attempts) == (states.TURN_QUEUED, 0)
+
+
+async def test_begin_is_one_statement_on_postgresql(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_harness(db_url) as edge:
+        db = edge.services.db
+        if db.statement_pool is None:
+            pytest.skip("SQLite runs the attempt and the read as two units")
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await mailbox.head_turn(db, lease)
+        assert turn is not None
+        calls: list[str] = []
+        real = db.statement_pool.fetchrow
+
+        async def counted(query: str, *args: Any) -> Any:
+            calls.append(query)
+            return await real(query, *args)
+
+        monkeypatch.setattr(db.statement_pool, "fetchrow", counted)
+        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), lease, turn)
+        assert begun.snapshot is not None and len(calls) == 1
