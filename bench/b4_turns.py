@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from bench import procs
 from bench.config import AUDIENCE
 from bench.context import Ctx
 from bench.procs import Proc
@@ -24,7 +25,18 @@ from bench.turns import TurnDriver, TurnStats, percentile
 NAME = "4 end-to-end turns"
 
 
-async def _drive(ctx: Ctx, edge: Proc, identities: list[str]) -> tuple[TurnStats, TurnStats]:
+def _cpu(edge: Proc, workers: list[Proc]) -> dict[str, float]:
+    return {
+        "worker": sum(w.cpu_seconds() for w in workers),
+        "edge": edge.cpu_seconds(),
+        "PostgreSQL": procs.postgres_cpu_seconds(),
+    }
+
+
+async def _drive(
+    ctx: Ctx, edge: Proc, workers: list[Proc], identities: list[str]
+) -> tuple[TurnStats, TurnStats, dict[str, float]]:
+    """The identity alone, then every identity; and the CPU each side spent in the second."""
     receiver = PushReceiver()
     receiver.port = ctx.receiver_port
     await receiver.start()
@@ -33,7 +45,10 @@ async def _drive(ctx: Ctx, edge: Proc, identities: list[str]) -> tuple[TurnStats
         # Warm-up (not measured): every identity's first turn, so leases and connections exist.
         await driver.warm_up(identities)
         alone = await driver.loop_for(identities[:1], min(5.0, ctx.profile.turn_seconds))
-        return alone, await driver.loop_for(identities, ctx.profile.turn_seconds)
+        before = _cpu(edge, workers)
+        loaded = await driver.loop_for(identities, ctx.profile.turn_seconds)
+        after = _cpu(edge, workers)
+        return alone, loaded, {k: after[k] - before[k] for k in before}
     finally:
         await driver.aclose()
         await receiver.stop()
@@ -51,7 +66,7 @@ def run(ctx: Ctx) -> None:
             ctx.procs.extend(workers)
             try:
                 time.sleep(1.0)  # let the workers connect and LISTEN
-                alone, stats = asyncio.run(_drive(ctx, edge, identities))
+                alone, stats, cpu = asyncio.run(_drive(ctx, edge, workers, identities))
             finally:
                 for w in workers:
                     w.stop()
@@ -78,3 +93,9 @@ def run(ctx: Ctx) -> None:
             ms = percentile(alone.latencies, q) * 1000
             metric = f"accept-to-push p{q}, 1 identity alone, {label}"
             ctx.report.add(rate_row(NAME, metric, ms, "ms", None, None, None))
+        # CPU per completed turn (scheduler time, bench.procs): steadier than turns/s when
+        # the host's other tenants take CPU, and it says which side a change saved.
+        for side, seconds in cpu.items():
+            us = seconds / max(stats.completed, 1) * 1e6
+            metric = f"{side} CPU per turn, {label}"
+            ctx.report.add(rate_row(NAME, metric, us, "µs", None, None, None))

@@ -95,6 +95,24 @@ def cpu_seconds_of(pid: int) -> float:
     return total / 1e9
 
 
+def postgres_cpu_seconds() -> float:
+    """The CPU time of every ``postgres`` process on this machine (the server, its backends
+    and helpers; the bench's PostgreSQL serves nothing else while a benchmark runs). A
+    backend that exits between two readings takes its CPU with it: read around a window in
+    which the servers' pools keep their connections."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "postgres":
+            total += cpu_seconds_of(int(entry))
+    return total
+
+
 def rss_of(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -19,7 +19,7 @@ import pytest
 
 from bench.b2_gettask import binding_goal_note
 from bench.loadgen import HttpResult, write_pool
-from bench.procs import cpu_seconds_of
+from bench.procs import cpu_seconds_of, postgres_cpu_seconds
 from bench.receiver import _task_and_state
 from bench.report import Report, latency_row, rate_row
 
@@ -105,6 +105,12 @@ def test_cpu_seconds_of_counts_this_process_and_not_a_gone_one() -> None:
     assert cpu_seconds_of(2**22 + 12345) == 0.0  # above the largest pid_max Linux allows
 
 
+@pytest.mark.postgres
+def test_postgres_cpu_seconds_counts_the_servers_processes() -> None:
+    # The test suite's PostgreSQL runs on this machine (its processes are named postgres).
+    assert postgres_cpu_seconds() > 0
+
+
 def _run_bench(tmp_path: Path, *args: str) -> list[dict[str, object]]:
     env = dict(os.environ)
     if "LOOPING_TEST_PG_DSN" in env:
@@ -149,6 +155,11 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         assert {r["baseline"] for r in cpu} == {"a2a-sdk", "bare"}, rows
         trips = [r for r in rows if str(r["metric"]).startswith("PostgreSQL round trip c1")]
         assert len(trips) == 2 and all(r["value"] > 0 for r in trips), rows
+    if number == "4":
+        cpu = {str(r["metric"]): r["value"] for r in rows if "CPU per turn" in str(r["metric"])}
+        sides = ("worker", "edge", "PostgreSQL")
+        assert set(cpu) == {f"{side} CPU per turn, 1 worker process" for side in sides}, rows
+        assert all(isinstance(v, float | int) and v > 0 for v in cpu.values()), rows
 
 
 @pytest.mark.slow
