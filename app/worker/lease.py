@@ -107,7 +107,8 @@ def _lease_free(db: Database) -> ColumnElement[bool]:
 # The same claim as one hand-written statement for the statement pool (PostgreSQL): through
 # the ORM it cost a ``SET LOCAL`` round trip and ~1 ms of worker CPU per wake-up
 # (bench/README). $1 owner, $2 lease seconds, $3 limit, $4 unfinished turn statuses.
-_CLAIM_SQL = """
+# (``mailbox.claim_with_heads`` wraps it to read each claimed identity's head turn too.)
+CLAIM_SQL = """
 UPDATE actors a
    SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::float8),
        fence = a.fence + 1, updated_at = now()
@@ -144,7 +145,7 @@ async def claim(db: Database, *, owner: str, limit: int, lease_seconds: float) -
     if db.statement_pool is not None:
         # One autocommit statement: its row locks last only while it runs.
         found = await db.statement_pool.fetch(
-            _CLAIM_SQL, owner, float(lease_seconds), limit, list(UNFINISHED)
+            CLAIM_SQL, owner, float(lease_seconds), limit, list(UNFINISHED)
         )
         return [
             Lease(CallerScope(tenant=t, identity=i), Fence(owner=owner, token=int(f)))

@@ -16,9 +16,17 @@ from sqlalchemy import or_, select, update
 from app.db.engine import Database
 from app.db.models import TurnRow
 from app.db.statement_pool import StatementPool
-from app.tasks.fence import FENCE_SQL, db_now, fence_holds
+from app.security.caller import CallerScope
+from app.tasks.fence import FENCE_SQL, Fence, db_now, fence_holds
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
-from app.worker.lease import UNFINISHED, Lease, lease_deadline, locking_transaction
+from app.worker.lease import (
+    CLAIM_SQL,
+    UNFINISHED,
+    Lease,
+    claim,
+    lease_deadline,
+    locking_transaction,
+)
 
 # last_error holds a category, never exception text (it may carry secrets or prompts).
 ERROR_TIMEOUT = "timeout"
@@ -90,6 +98,29 @@ SELECT (SELECT count(*) FROM settled) AS applied,
 )
 
 
+# The claim (``lease.CLAIM_SQL``) and each claimed identity's head turn in one statement: a
+# drain starts by reading its head, one more round trip per claimed identity (bench/README,
+# round seven). The head read sees the statement's snapshot, and so does the claim's search
+# for identities whose head is due; a holder that lost its lease before that snapshot cannot
+# write after it (its fence requires an unexpired lease, and the lease had expired).
+_CLAIM_WITH_HEADS_SQL = (
+    "WITH claimed AS ("  # noqa: S608 (constant fragments only)
+    + CLAIM_SQL
+    + """)
+SELECT c.tenant, c.identity, c.fence,
+       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
+  FROM claimed c
+  LEFT JOIN LATERAL (
+    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
+           (not_before IS NULL OR not_before <= now()) AS due
+      FROM turns
+     WHERE tenant = c.tenant AND identity = c.identity AND status = ANY($4::text[])
+     ORDER BY id
+     LIMIT 1) AS h ON true
+"""
+)
+
+
 @dataclass(frozen=True)
 class QueuedTurn:
     id: int
@@ -99,6 +130,29 @@ class QueuedTurn:
     status: str
     attempts: int
     payload: dict[str, Any]
+
+
+async def claim_with_heads(
+    db: Database, *, owner: str, limit: int, lease_seconds: float
+) -> list[tuple[Lease, QueuedTurn | None]]:
+    """``lease.claim`` and, for each new lease, its identity's head turn (``head_turn``):
+    one statement on PostgreSQL."""
+    if db.statement_pool is None or limit <= 0:
+        leases = await claim(db, owner=owner, limit=limit, lease_seconds=lease_seconds)
+        return [(lease, await head_turn(db, lease)) for lease in leases]
+    rows = await db.statement_pool.fetch(
+        _CLAIM_WITH_HEADS_SQL, owner, float(lease_seconds), limit, list(UNFINISHED)
+    )
+    return [
+        (
+            Lease(
+                CallerScope(tenant=row["tenant"], identity=row["identity"]),
+                Fence(owner=owner, token=int(row["fence"])),
+            ),
+            _queued_turn(row),
+        )
+        for row in rows
+    ]
 
 
 async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:

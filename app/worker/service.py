@@ -1,7 +1,7 @@
 """The turn worker: a background service that claims identities and drains their turns.
 
-- Claim loop: claims up to ``worker_concurrency`` identities with due work and starts one drain
-  task per identity; waits for a wake-up (``Wakeup``: accept's in-process hook, the Postgres
+- Claim loop: claims up to ``worker_concurrency`` identities with due work, each with its head
+  turn (``mailbox.claim_with_heads``), and starts one drain task per identity; waits for a wake-up (``Wakeup``: accept's in-process hook, the Postgres
   ``LISTEN`` connection, a finished drain) or ``poll_seconds`` (the fallback that also works
   through PgBouncer and picks up retries whose backoff has passed).
 - Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
@@ -29,7 +29,7 @@ from app.tasks.retention import purge_expired
 from app.tasks.states import TURN_DEAD
 from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
-from app.worker.lease import Lease, claim, release
+from app.worker.lease import Lease, release
 from app.worker.listener import TurnListener
 from app.worker.runner import TurnRunner, TurnWatch, Verdict, backoff_seconds
 from app.worker.single import SqliteWorkerLock
@@ -130,7 +130,7 @@ class TurnWorker:
             free = self.concurrency - len(self._drains)
             if free > 0:
                 try:
-                    leases = await claim(
+                    claimed = await mailbox.claim_with_heads(
                         self.db,
                         owner=self.owner,
                         limit=free,
@@ -138,14 +138,14 @@ class TurnWorker:
                     )
                 except Exception as exc:
                     log.warning("worker.claim_failed", extra={"outcome": type(exc).__name__})
-                    leases = []
-                for lease in leases:
-                    self._start_drain(lease)
+                    claimed = []
+                for lease, head in claimed:
+                    self._start_drain(lease, head)
             await self._wakeup.wait(self.settings.poll_seconds)
 
-    def _start_drain(self, lease: Lease) -> None:
+    def _start_drain(self, lease: Lease, head: mailbox.QueuedTurn | None) -> None:
         holding = self._keeper.hold(lease)
-        task = asyncio.create_task(self._drain(holding), name=f"drain:{lease.scope.tenant}")
+        task = asyncio.create_task(self._drain(holding, head), name=f"drain:{lease.scope.tenant}")
         self._drains[task] = holding
         task.add_done_callback(self._drain_done)
 
@@ -156,10 +156,11 @@ class TurnWorker:
 
     # --- draining ---------------------------------------------------------------------------
 
-    async def _drain(self, holding: Holding) -> None:
+    async def _drain(self, holding: Holding, head: mailbox.QueuedTurn | None) -> None:
+        """``head``: the identity's head turn as the claim read it (``claim_with_heads``)."""
         lease = holding.lease
         try:
-            turn = await mailbox.head_turn(self.db, lease)
+            turn = head
             while turn is not None and not self._stopping and not holding.lost:
                 watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
                 holding.watch = watch

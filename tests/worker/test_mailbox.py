@@ -120,3 +120,48 @@ async def test_settle_and_head_is_one_statement_on_postgresql(
         monkeypatch.setattr(db.statement_pool, "fetchrow", counted)
         settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
         assert settled.next_turn is not None and len(calls) == 1
+
+
+async def test_claim_with_heads_hands_each_new_lease_its_head_turn(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="alice")
+        await send(edge, "reply c", message_id="m3", who="bob")
+        db = edge.services.db
+        a1, _, b1 = await turns(db)
+
+        claimed = await mailbox.claim_with_heads(db, owner="w1", limit=10, lease_seconds=LEASE)
+
+        heads = {lease.scope.identity: head for lease, head in claimed}
+        assert set(heads) == {"alice", "bob"}
+        assert heads["alice"] is not None and heads["alice"].id == a1.id
+        assert heads["bob"] is not None and heads["bob"].id == b1.id
+        for lease, head in claimed:
+            assert lease.fence.owner == "w1" and lease.fence.token == 1
+            assert head == await mailbox.head_turn(db, lease)  # what the drain used to read
+        # Held: another worker claims nothing.
+        assert await mailbox.claim_with_heads(db, owner="w2", limit=10, lease_seconds=LEASE) == []
+
+
+async def test_claim_with_heads_is_one_statement_on_postgresql(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_harness(db_url) as edge:
+        db = edge.services.db
+        if db.statement_pool is None:
+            pytest.skip("SQLite runs the claim and each head read as separate units")
+        await edge.add_tenant("demo", agent="scripted")
+        await send(edge, "reply a", message_id="m1", who="alice")
+        await send(edge, "reply b", message_id="m2", who="bob")
+        calls: list[str] = []
+        real = db.statement_pool.fetch
+
+        async def counted(query: str, *args: Any) -> Any:
+            calls.append(query)
+            return await real(query, *args)
+
+        monkeypatch.setattr(db.statement_pool, "fetch", counted)
+        claimed = await mailbox.claim_with_heads(db, owner="w1", limit=10, lease_seconds=LEASE)
+        assert len(claimed) == 2 and all(head is not None for _, head in claimed)
+        assert len(calls) == 1
