@@ -1,9 +1,10 @@
 """The turn worker: a background service that claims identities and drains their turns.
 
 - Claim loop: claims up to ``worker_concurrency`` identities with due work, each with its head
-  turn (``mailbox.claim_with_heads``), and starts one drain task per identity; waits for a wake-up (``Wakeup``: accept's in-process hook, the Postgres
-  ``LISTEN`` connection, a finished drain) or ``poll_seconds`` (the fallback that also works
-  through PgBouncer and picks up retries whose backoff has passed).
+  turn (``mailbox.claim_with_heads``), and starts one drain task per identity; waits for a
+  wake-up (``Wakeup``: accept's in-process hook, the Postgres ``LISTEN`` connection, a
+  finished drain) or ``poll_seconds`` (the fallback that also works through PgBouncer and
+  picks up retries whose backoff has passed).
 - Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
 - Lease keeper: heartbeats and cancel checks (``app.worker.keeper``).
 - Retention: ``app.tasks.retention.purge_expired`` about every hour (CONTRACT §6).
