@@ -31,7 +31,7 @@ from app.tasks import states
 from app.tasks.fence import Fence, fence_holds
 from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.repository import append_history, load_history, load_task, next_history_seq
-from app.tasks.turn_writes_pg import finish_pg, mark_working_pg, snapshot_pg
+from app.tasks.turn_writes_pg import KnownTask, finish_pg, mark_working_pg, snapshot_pg
 from app.tasks.wire import agent_message, normalise, shown, status_doc, task_doc, utcnow
 
 
@@ -43,12 +43,21 @@ class TaskSnapshot:
     history: list[dict[str, Any]]
     state: str
     context_id: str
+    version: int  # tasks.version when read: every task write bumps it
 
     @classmethod
-    def of(cls, task: dict[str, Any], state: str) -> TaskSnapshot:
+    def of(cls, task: dict[str, Any], state: str, version: int) -> TaskSnapshot:
         """From the protobuf-JSON task with its whole history (the PostgreSQL reads)."""
         history = list(task.get("history", []))
-        return cls(task=task, history=history, state=state, context_id=str(task["contextId"]))
+        context_id = str(task["contextId"])
+        return cls(task, history, state, context_id, version)
+
+    def known(self, version: int) -> KnownTask:
+        """What ``finish`` may write on without reading the task again, if the task is at
+        ``version`` (this snapshot's plus the runner's own applied writes, which change
+        neither the history nor the artifacts)."""
+        artifacts = list(self.task.get("artifacts", []))
+        return KnownTask(version, len(self.history) + 1, self.context_id, artifacts)
 
 
 class TurnWrites:
@@ -119,15 +128,21 @@ class TurnWrites:
             return True
 
     async def finish(
-        self, scope: CallerScope, task_id: str, fence: Fence, outcome: TurnOutcome
+        self,
+        scope: CallerScope,
+        task_id: str,
+        fence: Fence,
+        outcome: TurnOutcome,
+        known: KnownTask | None = None,
     ) -> bool:
         """WORKING → ``outcome.state`` with its message, artifacts and final push, one
         transaction (FAILED also from SUBMITTED/interrupted). Same terminal state again →
-        True (replay); anything else refused."""
+        True (replay); anything else refused. ``known``: the caller's view of the task, which
+        PostgreSQL writes on directly when it is still true (``turn_writes_pg.KnownTask``)."""
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
         if self._db.statement_pool is not None:
-            return await finish_pg(self._db.statement_pool, scope, task_id, fence, outcome)
+            return await finish_pg(self._db.statement_pool, scope, task_id, fence, outcome, known)
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:
@@ -208,6 +223,7 @@ class TurnWrites:
             history=history,
             state=row.state,
             context_id=row.context_id,
+            version=row.version,
         )
 
     # --- helpers ------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from app.settings import Settings
 from app.tasks import states
 from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
+from app.tasks.turn_writes_pg import KnownTask
 from app.tenants.registry import TenantRecord
 from app.worker import mailbox, turn_start
 from app.worker.lease import Lease, still_held
@@ -67,6 +68,9 @@ class Snapshot(Protocol):
     def history(self) -> Sequence[Mapping[str, Any]]: ...
     @property
     def state(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    def known(self, version: int) -> KnownTask: ...
 
 
 class Writes(Protocol):
@@ -77,7 +81,12 @@ class Writes(Protocol):
         self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
     ) -> bool: ...
     async def finish(
-        self, scope: CallerScope, task_id: str, fence: Fence, outcome: TurnOutcome
+        self,
+        scope: CallerScope,
+        task_id: str,
+        fence: Fence,
+        outcome: TurnOutcome,
+        known: KnownTask | None = None,
     ) -> bool: ...
     async def load_turn_context(self, scope: CallerScope, task_id: str) -> Any: ...
 
@@ -180,10 +189,15 @@ class _TurnRun:
         self.turn = turn
         self.watch = watch
         self.attempt = attempt
+        # The task as this run last knew it: the snapshot it started on and the version its
+        # own applied writes moved it to (None once a write was refused: read it again).
+        self.snapshot: Snapshot | None = None
+        self.version: int | None = None
 
     async def execute(self, snapshot: Snapshot | None) -> Step:
         if snapshot is None:
             return await self._settle(states.TURN_DONE)
+        self.snapshot, self.version = snapshot, snapshot.version
         if snapshot.state == states.CANCELED:
             return await self._settle(states.TURN_CANCELED, result="canceled")
         if snapshot.state in states.TERMINAL or _already_answered(snapshot, self.turn):
@@ -198,7 +212,7 @@ class _TurnRun:
         except UnknownAgentKind:
             log.error("turn.unknown_agent_kind", extra={"tenant": self.scope.tenant})
             return await self._give_up(mark=True)
-        if not await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence):
+        if not await self._mark_working():
             return await self._refused()
         try:
             outcome = await self._call_agent(agent, snapshot, tenant)
@@ -278,14 +292,31 @@ class _TurnRun:
         applied = await self.r.writes.record_progress(
             self.scope, self.turn.task_id, self.fence, step_key=step_key, text=text
         )
+        self._wrote(applied)
         if not applied:
             # Canceled or fenced out: the agent must not take another step (CONTRACT §5);
             # ``_refused`` then reads which of the two it was.
             self.watch.stop.set()
             raise TurnStopped
 
+    async def _mark_working(self) -> bool:
+        applied = await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence)
+        self._wrote(applied)
+        return applied
+
+    def _wrote(self, applied: bool) -> None:
+        """Each applied task write bumps ``tasks.version`` by one; after a refused one the
+        version is unknown."""
+        self.version = self.version + 1 if applied and self.version is not None else None
+
+    async def _write_outcome(self, outcome: TurnOutcome) -> bool:
+        known = None
+        if self.snapshot is not None and self.version is not None:
+            known = self.snapshot.known(self.version)
+        return await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, outcome, known)
+
     async def _finish(self, outcome: TurnOutcome) -> Step:
-        if await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, outcome):
+        if await self._write_outcome(outcome):
             return await self._settle(states.TURN_DONE, result=_result_label(outcome.state))
         return await self._refused()
 
@@ -308,10 +339,10 @@ class _TurnRun:
     async def _give_up(self, *, mark: bool, error: str | None = None) -> Step:
         """The final failure: task FAILED with the operator's text, turn ``dead`` (poison
         turns never block the identity's later turns)."""
-        if mark and not await self.r.writes.mark_working(self.scope, self.turn.task_id, self.fence):
+        if mark and not await self._mark_working():
             return await self._refused()
         failed = TurnOutcome(state=states.FAILED, text=self.r.settings.failure_text)
-        if not await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, failed):
+        if not await self._write_outcome(failed):
             return await self._refused()
         log.warning("turn.dead", extra={"task_id": self.turn.task_id, "turn_id": self.turn.id})
         return await self._settle(states.TURN_DEAD, result="failed", error=error)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import PushOutboxRow, TaskMessageRow
 from app.errors import TaskNotCancelable, TaskNotFound
+from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
 from app.tasks.cancel import TaskCanceller
@@ -258,3 +261,144 @@ async def test_finish_refuses_when_history_moved_after_its_read(
     assert await writes.finish(SCOPE, task_id, fence, DONE)  # the next attempt lands at seq 3
     history = (await writes.load_turn_context(SCOPE, task_id)).history
     assert [m["messageId"] for m in history] == ["m-1", "m-late", f"{task_id}:final"]
+
+
+# --- finish on what the runner knows (turn_writes_pg.KnownTask) -------------------------------
+
+ASK = TurnOutcome(
+    state=states.INPUT_REQUIRED,
+    text="which one?",
+    artifacts=({"artifactId": "a1", "parts": [{"text": "draft"}]},),
+)
+ANSWER = TurnOutcome(
+    state=states.COMPLETED,
+    text="that one",
+    artifacts=({"artifactId": "a2", "parts": [{"text": "final"}]},),
+)
+
+
+async def _two_turns(
+    database: Database, settings: Settings, writes: TurnWrites, *, use_known: bool, who: str
+) -> tuple[str, list[PushOutboxRow]]:
+    """A question, the user's answer, the final reply; ``finish`` told what the runner knows
+    (snapshot version + its own writes) or not. Returns the task and its pushes."""
+    scope = CallerScope(tenant=SCOPE.tenant, identity=who)
+    accepted = await accept(database, settings, scope=scope, require_push=True)
+    task_id = accepted.task.id
+    fence = await hold_lease(database, scope=scope)
+    for outcome, follow_up in ((ASK, "m-2"), (ANSWER, None)):
+        snapshot = await writes.load_turn_context(scope, task_id)
+        assert await writes.mark_working(scope, task_id, fence)
+        known = snapshot.known(snapshot.version + 1) if use_known else None
+        assert await writes.finish(scope, task_id, fence, outcome, known)
+        if follow_up is not None:
+            await accept(database, settings, scope=scope, message_id=follow_up, task_id=task_id)
+    async with database.transaction() as session:
+        pushes = (
+            await session.execute(
+                select(PushOutboxRow)
+                .where(PushOutboxRow.task_id == task_id)
+                .order_by(PushOutboxRow.id)
+            )
+        ).scalars()
+        return task_id, list(pushes)
+
+
+def _same_shape(doc: object, task_id: str) -> object:
+    """``doc`` with the task id replaced and timestamps dropped, to compare two tasks."""
+    text = json.dumps(doc, sort_keys=True).replace(task_id, "<task>")
+    loaded = json.loads(text)
+    stack = [loaded]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            item.pop("timestamp", None)
+            item.pop("contextId", None)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return loaded
+
+
+async def test_finish_on_what_the_runner_knows_writes_what_a_read_would(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    read_id, read_pushes = await _two_turns(
+        database, settings, writes, use_known=False, who="reader"
+    )
+    known_id, known_pushes = await _two_turns(
+        database, settings, writes, use_known=True, who="knower"
+    )
+    by_read = await writes.load_turn_context(CallerScope(SCOPE.tenant, "reader"), read_id)
+    by_known = await writes.load_turn_context(CallerScope(SCOPE.tenant, "knower"), known_id)
+    assert by_known.state == by_read.state == states.COMPLETED
+    assert _same_shape(by_known.task, known_id) == _same_shape(by_read.task, read_id)
+    assert [m["messageId"] for m in by_known.history] == [
+        "m-1",
+        f"{known_id}:interrupt-2",
+        "m-2",
+        f"{known_id}:final",
+    ]
+    assert [a["artifactId"] for a in by_known.task["artifacts"]] == ["a1", "a2"]
+    assert [(p.kind, p.message_key) for p in known_pushes] == [
+        (p.kind, p.message_key) for p in read_pushes
+    ]
+    assert [_same_shape(p.payload, known_id) for p in known_pushes] == [
+        _same_shape(p.payload, read_id) for p in read_pushes
+    ]
+
+
+async def test_finish_on_stale_knowledge_reads_the_task_and_still_lands(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    task_id, fence = await _working(database, settings, writes)
+    snapshot = await writes.load_turn_context(SCOPE, task_id)
+    stale = snapshot.known(snapshot.version - 1)  # as if a write of its own was not counted
+    assert await writes.finish(SCOPE, task_id, fence, DONE, stale)
+    row = await task_row(database, task_id)
+    assert row.state == states.COMPLETED
+    assert row.status["message"]["messageId"] == f"{task_id}:final"
+    history = (await writes.load_turn_context(SCOPE, task_id)).history
+    assert [m["messageId"] for m in history] == ["m-1", f"{task_id}:final"]
+
+
+async def test_finish_on_knowledge_a_cancel_made_stale_is_refused(
+    database: Database, settings: Settings, writes: TurnWrites, canceller: TaskCanceller
+):
+    task_id, fence = await _working(database, settings, writes)
+    snapshot = await writes.load_turn_context(SCOPE, task_id)
+    await canceller.cancel(SCOPE, task_id)
+    assert not await writes.finish(SCOPE, task_id, fence, DONE, snapshot.known(snapshot.version))
+    assert (await task_row(database, task_id)).state == states.CANCELED
+    assert await count(database, TaskMessageRow) == 1
+    assert await count(database, PushOutboxRow) == 0
+
+
+@pytest.mark.postgres
+async def test_finish_on_what_the_runner_knows_is_one_statement(
+    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+):
+    database = pg_database
+    writes = TurnWrites(database, settings)
+    pool = database.statement_pool
+    assert pool is not None
+    task_id, fence = await _working(database, settings, writes)
+    snapshot = await writes.load_turn_context(SCOPE, task_id)
+    real_fetchrow = pool.fetchrow
+    queries: list[str] = []
+
+    async def counted(query: str, *args: object) -> object:
+        queries.append(query)
+        return await real_fetchrow(query, *args)
+
+    monkeypatch.setattr(pool, "fetchrow", counted)
+    assert await writes.finish(SCOPE, task_id, fence, DONE, snapshot.known(snapshot.version))
+    assert len(queries) == 1
+    queries.clear()
+    # Stale: the write is refused, then the usual read and write.
+    other = (await accept(database, settings, message_id="m-9")).task.id
+    assert await writes.mark_working(SCOPE, other, fence)
+    stale = (await writes.load_turn_context(SCOPE, other)).known(0)
+    queries.clear()
+    assert await writes.finish(SCOPE, other, fence, DONE, stale)
+    assert len(queries) == 3
