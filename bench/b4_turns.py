@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bench import procs
+from bench import pg, procs
 from bench.config import AUDIENCE
 from bench.context import Ctx
 from bench.procs import Proc
@@ -34,9 +34,10 @@ def _cpu(edge: Proc, workers: list[Proc]) -> dict[str, float]:
 
 
 async def _drive(
-    ctx: Ctx, edge: Proc, workers: list[Proc], identities: list[str]
+    ctx: Ctx, edge: Proc, workers: list[Proc], db: str, identities: list[str]
 ) -> tuple[TurnStats, TurnStats, dict[str, float]]:
-    """The identity alone, then every identity; and the CPU each side spent in the second."""
+    """The identity alone, then every identity; and the CPU each side spent in the second,
+    with the database's transaction count (``"transactions"``)."""
     receiver = PushReceiver()
     receiver.port = ctx.receiver_port
     await receiver.start()
@@ -45,9 +46,11 @@ async def _drive(
         # Warm-up (not measured): every identity's first turn, so leases and connections exist.
         await driver.warm_up(identities)
         alone = await driver.loop_for(identities[:1], min(5.0, ctx.profile.turn_seconds))
-        before = _cpu(edge, workers)
+        before = {**_cpu(edge, workers), "transactions": await pg.transactions(db)}
         loaded = await driver.loop_for(identities, ctx.profile.turn_seconds)
         after = _cpu(edge, workers)
+        await asyncio.sleep(1.2)  # PostgreSQL publishes busy backends' counts once a second
+        after["transactions"] = await pg.transactions(db)
         return alone, loaded, {k: after[k] - before[k] for k in before}
     finally:
         await driver.aclose()
@@ -66,7 +69,7 @@ def run(ctx: Ctx) -> None:
             ctx.procs.extend(workers)
             try:
                 time.sleep(1.0)  # let the workers connect and LISTEN
-                alone, stats, cpu = asyncio.run(_drive(ctx, edge, workers, identities))
+                alone, stats, cpu = asyncio.run(_drive(ctx, edge, workers, db, identities))
             finally:
                 for w in workers:
                     w.stop()
@@ -93,8 +96,12 @@ def run(ctx: Ctx) -> None:
             ms = percentile(alone.latencies, q) * 1000
             metric = f"accept-to-push p{q}, 1 identity alone, {label}"
             ctx.report.add(rate_row(NAME, metric, ms, "ms", None, None, None))
-        # CPU per completed turn (scheduler time, bench.procs): steadier than turns/s when
-        # the host's other tenants take CPU, and it says which side a change saved.
+        # Per completed turn: PostgreSQL transactions (each autocommit statement is one; a
+        # count, so it does not move with the host's load) and CPU (scheduler time,
+        # bench.procs), which says which side a change saved.
+        xacts = cpu.pop("transactions") / max(stats.completed, 1)
+        metric = f"PostgreSQL transactions per turn, {label}"
+        ctx.report.add(rate_row(NAME, metric, xacts, "", None, None, None))
         for side, seconds in cpu.items():
             us = seconds / max(stats.completed, 1) * 1e6
             metric = f"{side} CPU per turn, {label}"

@@ -83,3 +83,18 @@ async def execute(database: str, *statements: str) -> None:
             await conn.execute(sql)
     finally:
         await conn.close()
+
+
+async def transactions(database: str) -> int:
+    """Transactions committed and rolled back in ``database`` so far (``pg_stat_database``).
+    Each autocommit statement is one. PostgreSQL publishes a busy backend's counts about
+    once a second, so read it around a window of many seconds."""
+    conn = await asyncpg.connect(admin_dsn())
+    try:
+        count = await conn.fetchval(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1",
+            database,
+        )
+    finally:
+        await conn.close()
+    return int(count or 0)

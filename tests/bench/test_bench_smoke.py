@@ -160,6 +160,8 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         sides = ("worker", "edge", "PostgreSQL")
         assert set(cpu) == {f"{side} CPU per turn, 1 worker process" for side in sides}, rows
         assert all(isinstance(v, float | int) and v > 0 for v in cpu.values()), rows
+        xacts = [r for r in rows if str(r["metric"]).startswith("PostgreSQL transactions")]
+        assert len(xacts) == 1 and xacts[0]["value"] > 1, rows
 
 
 @pytest.mark.slow
