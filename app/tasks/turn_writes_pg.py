@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from a2a.types import Artifact
@@ -108,18 +109,25 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def working_values() -> tuple[str, str, datetime]:
+    """``mark_working``'s new state, status (JSON text) and ``updated_at``, for statements
+    that mark a task working (also ``app.worker.turn_start``)."""
+    now = utcnow()
+    return states.WORKING, _json(status_doc(states.WORKING, now)), now
+
+
 async def mark_working_pg(
     pool: StatementPool, scope: CallerScope, task_id: str, fence: Fence
 ) -> bool:
-    now = utcnow()
+    state, status, now = working_values()
     applied = await pool.fetchval(
         _MARK_WORKING_SQL,
         scope.tenant,
         scope.identity,
         fence.token,
         fence.owner,
-        states.WORKING,
-        _json(status_doc(states.WORKING, now)),
+        state,
+        status,
         now,
         task_id,
         list(states.RUNNABLE),

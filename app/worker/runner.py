@@ -175,7 +175,7 @@ class TurnRunner:
             return STOP
         attempt = turn.attempts + 1
         run = _TurnRun(self, lease, turn, watch, attempt)
-        return await run.execute(begun.snapshot)
+        return await run.execute(begun.snapshot, marked=begun.marked)
 
 
 class _TurnRun:
@@ -193,11 +193,15 @@ class _TurnRun:
         # own applied writes moved it to (None once a write was refused: read it again).
         self.snapshot: Snapshot | None = None
         self.version: int | None = None
+        self.marked = False  # the task is WORKING by this attempt's first statement
 
-    async def execute(self, snapshot: Snapshot | None) -> Step:
+    async def execute(self, snapshot: Snapshot | None, *, marked: bool = False) -> Step:
+        """``marked``: the statement that began the attempt also marked the task working
+        (``turn_start.begin``); ``snapshot`` is from before that."""
         if snapshot is None:
             return await self._settle(states.TURN_DONE)
-        self.snapshot, self.version = snapshot, snapshot.version
+        self.snapshot, self.version = snapshot, snapshot.version + (1 if marked else 0)
+        self.marked = marked
         if snapshot.state == states.CANCELED:
             return await self._settle(states.TURN_CANCELED, result="canceled")
         if snapshot.state in states.TERMINAL or _already_answered(snapshot, self.turn):
@@ -212,7 +216,7 @@ class _TurnRun:
         except UnknownAgentKind:
             log.error("turn.unknown_agent_kind", extra={"tenant": self.scope.tenant})
             return await self._give_up(mark=True)
-        if not await self._mark_working():
+        if not self.marked and not await self._mark_working():
             return await self._refused()
         try:
             outcome = await self._call_agent(agent, snapshot, tenant)
@@ -339,7 +343,7 @@ class _TurnRun:
     async def _give_up(self, *, mark: bool, error: str | None = None) -> Step:
         """The final failure: task FAILED with the operator's text, turn ``dead`` (poison
         turns never block the identity's later turns)."""
-        if mark and not await self._mark_working():
+        if mark and not self.marked and not await self._mark_working():
             return await self._refused()
         failed = TurnOutcome(state=states.FAILED, text=self.r.settings.failure_text)
         if not await self._write_outcome(failed):

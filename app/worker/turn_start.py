@@ -21,15 +21,16 @@ from app.db.engine import Database
 from app.errors import TaskNotFound
 from app.security.caller import CallerScope
 from app.tasks.fence import FENCE_SQL
-from app.tasks.states import TURN_RUNNING
+from app.tasks.states import RUNNABLE, TURN_RUNNING
 from app.tasks.turn_writes import TaskSnapshot
-from app.tasks.turn_writes_pg import SNAPSHOT_COLUMNS_SQL, snapshot_from_row
+from app.tasks.turn_writes_pg import SNAPSHOT_COLUMNS_SQL, snapshot_from_row, working_values
 from app.worker import mailbox
 from app.worker.lease import UNFINISHED, Lease
 from app.worker.mailbox import QueuedTurn
 
 # $1 tenant, $2 identity, $3 fence token, $4 lease owner (FENCE_SQL); $5 turn id,
-# $6 'running', $7 unfinished statuses, $8 task id.
+# $6 'running', $7 unfinished statuses, $8 task id; $9 whether to mark the task working,
+# with $10 state, $11 status, $12 updated_at and $13 the states it may be marked from.
 _BEGIN_AND_SNAPSHOT_SQL = (
     """
 WITH begun AS (
@@ -39,8 +40,13 @@ WITH begun AS (
     + FENCE_SQL
     + """
     RETURNING 1
+), marked AS (
+    UPDATE tasks SET state = $10, status = $11::jsonb, updated_at = $12, version = version + 1
+     WHERE $9::bool AND tenant = $1 AND identity = $2 AND id = $8 AND state = ANY($13::text[])
+       AND EXISTS (SELECT 1 FROM begun)
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM begun) AS applied, """
+SELECT (SELECT count(*) FROM begun) AS applied, (SELECT count(*) FROM marked) AS marked, """
     + SNAPSHOT_COLUMNS_SQL
     + """
   FROM (SELECT 1) AS one
@@ -58,13 +64,20 @@ class SnapshotLoader(Protocol):
 @dataclass(frozen=True)
 class Begun:
     """``applied`` False: fenced out, touch nothing. ``snapshot`` None: the task is gone
-    (purged by retention, or never committed)."""
+    (purged by retention, or never committed). ``marked``: the task was also marked working
+    (``TurnWrites.mark_working``) by the same statement; the snapshot is from before that."""
 
     applied: bool
     snapshot: TaskSnapshot | None = None
+    marked: bool = False
 
 
 async def begin(db: Database, loader: SnapshotLoader, lease: Lease, turn: QueuedTurn) -> Begun:
+    """On PostgreSQL a turn's first attempt also marks its task working in the statement:
+    every path of a first attempt whose task may be marked marks it before anything else
+    (the agent call, or the final failure when the tenant or its agent kind is gone), and a
+    task that is canceled, terminal or gone is left alone by the guard, as ``mark_working``
+    leaves it. A retry does not (an earlier attempt may have answered already)."""
     if db.statement_pool is None:
         if not await mailbox.begin_attempt(db, lease, turn):
             return Begun(applied=False)
@@ -74,6 +87,7 @@ async def begin(db: Database, loader: SnapshotLoader, lease: Lease, turn: Queued
             return Begun(applied=True)
         return Begun(applied=True, snapshot=snapshot)
     scope, fence = lease.scope, lease.fence
+    state, status, now = working_values()
     row = await db.statement_pool.fetchrow(
         _BEGIN_AND_SNAPSHOT_SQL,
         scope.tenant,
@@ -84,8 +98,14 @@ async def begin(db: Database, loader: SnapshotLoader, lease: Lease, turn: Queued
         TURN_RUNNING,
         list(UNFINISHED),
         turn.task_id,
+        turn.attempts == 0,
+        state,
+        status,
+        now,
+        list(RUNNABLE),
     )
     if row is None or row["applied"] != 1:
         return Begun(applied=False)
-    found = snapshot_from_row(row[1:])
-    return Begun(applied=True, snapshot=None if found is None else TaskSnapshot.of(*found))
+    found = snapshot_from_row(row[2:])
+    read = None if found is None else TaskSnapshot.of(*found)
+    return Begun(applied=True, snapshot=read, marked=row["marked"] == 1)

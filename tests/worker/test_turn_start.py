@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, update
 
-from app.db.models import ActorRow, TaskMessageRow, TaskRow
+from app.db.models import ActorRow, TaskMessageRow, TaskRow, TurnRow
+from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import edge_harness
@@ -17,6 +18,10 @@ from app.worker.lease import claim
 from tests.worker.helpers import send, turns
 
 LEASE = 30.0
+
+
+def identity_scope(who: str) -> CallerScope:
+    return CallerScope(tenant="demo", identity=who)
 
 
 async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
@@ -34,10 +39,46 @@ async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
         assert begun.applied and begun.snapshot is not None
         (row,) = await turns(db)
         assert (row.status, row.attempts) == (states.TURN_RUNNING, 1)
-        # The same snapshot the runner's own read gives, history included.
-        assert begun.snapshot == await writes.load_turn_context(lease.scope, task_id)
+        # The task as it was when the attempt began, history included.
+        now = await writes.load_turn_context(lease.scope, task_id)
         assert begun.snapshot.state == states.SUBMITTED
+        assert begun.snapshot.history == now.history
         assert [m["messageId"] for m in begun.snapshot.history] == ["m1"]
+        if db.statement_pool is None:
+            # SQLite: two units; the runner marks the task working itself.
+            assert not begun.marked and now == begun.snapshot
+        else:
+            # PostgreSQL, first attempt: marked working by the same statement.
+            assert begun.marked and now.state == states.WORKING
+            assert now.version == begun.snapshot.version + 1
+
+
+async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> None:
+    async with edge_harness(db_url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        retried = await send(edge, "reply a", message_id="m1", who="alice")
+        canceled = await send(edge, "reply b", message_id="m2", who="bob")
+        db = edge.services.db
+        writes = TurnWrites(db, edge.settings)
+        leases = await claim(db, owner="w1", limit=10, lease_seconds=LEASE)
+        assert sorted(lease.scope.identity for lease in leases) == ["alice", "bob"]
+        async with db.transaction() as s:
+            # alice's turn: an earlier attempt died; bob's task: canceled since the claim.
+            await s.execute(update(TurnRow).where(TurnRow.task_id == retried).values(attempts=1))
+            await s.execute(
+                update(TaskRow).where(TaskRow.id == canceled).values(state=states.CANCELED)
+            )
+        for lease in leases:
+            turn = await mailbox.head_turn(db, lease)
+            assert turn is not None
+            begun = await turn_start.begin(db, writes, lease, turn)
+            assert begun.applied and begun.snapshot is not None and not begun.marked
+        assert (await writes.load_turn_context(identity_scope("alice"), retried)).state == (
+            states.SUBMITTED
+        )
+        assert (await writes.load_turn_context(identity_scope("bob"), canceled)).state == (
+            states.CANCELED
+        )
 
 
 async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> None:
@@ -74,9 +115,11 @@ async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) 
 
         begun = await turn_start.begin(db, TurnWrites(db, edge.settings), zombie, turn)
 
-        assert not begun.applied and begun.snapshot is None
+        assert not begun.applied and begun.snapshot is None and not begun.marked
         (row,) = await turns(db)
         assert (row.status, row.attempts) == (states.TURN_QUEUED, 0)
+        task = await TurnWrites(db, edge.settings).load_turn_context(zombie.scope, turn.task_id)
+        assert task.state == states.SUBMITTED
 
 
 async def test_begin_is_one_statement_on_postgresql(
