@@ -32,6 +32,8 @@ TURN_RUNNING: Final = "running"
 TURN_DONE: Final = "done"
 TURN_DEAD: Final = "dead"
 TURN_CANCELED: Final = "canceled"
+# A turn still to run (the head of an identity's mailbox is its lowest unfinished turn).
+UNFINISHED_TURNS: Final = (TURN_QUEUED, TURN_RUNNING)
 
 # turns.kind values
 TURN_START: Final = "start"

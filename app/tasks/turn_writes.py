@@ -31,7 +31,14 @@ from app.tasks import states
 from app.tasks.fence import Fence, fence_holds
 from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.repository import append_history, load_history, load_task, next_history_seq
-from app.tasks.turn_writes_pg import KnownTask, finish_pg, mark_working_pg, snapshot_pg
+from app.tasks.turn_writes_pg import (
+    Finished,
+    KnownTask,
+    SettleTurn,
+    finish_pg,
+    mark_working_pg,
+    snapshot_pg,
+)
 from app.tasks.wire import agent_message, normalise, shown, status_doc, task_doc, utcnow
 
 
@@ -139,10 +146,31 @@ class TurnWrites:
         transaction (FAILED also from SUBMITTED/interrupted). Same terminal state again →
         True (replay); anything else refused. ``known``: the caller's view of the task, which
         PostgreSQL writes on directly when it is still true (``turn_writes_pg.KnownTask``)."""
+        done = await self.finish_and_settle(scope, task_id, fence, outcome, known)
+        return done.applied
+
+    async def finish_and_settle(
+        self,
+        scope: CallerScope,
+        task_id: str,
+        fence: Fence,
+        outcome: TurnOutcome,
+        known: KnownTask | None = None,
+        settle: SettleTurn | None = None,
+    ) -> Finished:
+        """``finish``; on PostgreSQL the same statement also settles the worker's turn and
+        reads the identity's next one when ``settle`` is given (``Finished.settled``). On
+        SQLite, and for a replay, the caller settles the turn itself."""
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
         if self._db.statement_pool is not None:
-            return await finish_pg(self._db.statement_pool, scope, task_id, fence, outcome, known)
+            pool = self._db.statement_pool
+            return await finish_pg(pool, scope, task_id, fence, outcome, known, settle)
+        return Finished(applied=await self._finish_orm(scope, task_id, fence, outcome))
+
+    async def _finish_orm(
+        self, scope: CallerScope, task_id: str, fence: Fence, outcome: TurnOutcome
+    ) -> bool:
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
             if row is None:

@@ -73,7 +73,11 @@ SELECT state, context_id, artifacts::text, version,
 
 # $5 task id, $6 state, $7 status, $8 artifacts, $9 updated_at, $10 allowed states,
 # $11 version read, $12 history position read, $13 agent message (NULL: none),
-# $14 message key, $15 push payload, $16 wake-up channel.
+# $14 message key, $15 push payload, $16 wake-up channel; $17 whether to settle the turn
+# (``SettleTurn``): $18 its id, $19 its final status, $20 its last error, $21 the unfinished
+# turn statuses. Settling rides on the task write (only if it applied, under its fence), and
+# the identity's next head is read as ``mailbox.settle_and_head`` reads it: the settled turn
+# left out by id, since the statement's snapshot predates the update.
 _FINISH_WRITE_SQL = (
     """
 WITH task AS (
@@ -98,9 +102,25 @@ WITH task AS (
       FROM task, push_configs c
      WHERE c.tenant = $1 AND c.identity = $2 AND c.task_id = $5
     RETURNING 1
+), settled AS (
+    UPDATE turns SET status = $19, last_error = $20::text, updated_at = now()
+     WHERE $17::bool AND id = $18 AND tenant = $1 AND identity = $2
+       AND status = ANY($21::text[]) AND EXISTS (SELECT 1 FROM task)
+    RETURNING 1
 )
 SELECT (SELECT count(*) FROM task) AS applied,
-       (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push) AS woken) AS pushes
+       (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push) AS woken) AS pushes,
+       (SELECT count(*) FROM settled) AS settled,
+       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
+           (not_before IS NULL OR not_before <= now()) AS due
+      FROM turns
+     WHERE $17::bool AND tenant = $1 AND identity = $2 AND status = ANY($21::text[])
+       AND id <> $18
+     ORDER BY id
+     LIMIT 1) AS h ON true
 """
 )
 
@@ -167,6 +187,29 @@ class KnownTask:
     artifacts: list[Any]
 
 
+@dataclass(frozen=True)
+class SettleTurn:
+    """The worker's turn to settle in the statement that writes its outcome."""
+
+    turn_id: int
+    status: str  # done | dead
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """``finish``'s verdict. ``settled``: the turn was settled by the same statement, and
+    ``next_head`` is the identity's next unfinished turn as it read it (a row of
+    ``mailbox``'s head shape, or None); otherwise the caller settles the turn itself."""
+
+    applied: bool
+    settled: bool = False
+    next_head: Any = None
+
+
+_REFUSED = Finished(applied=False)
+
+
 async def finish_pg(
     pool: StatementPool,
     scope: CallerScope,
@@ -174,23 +217,24 @@ async def finish_pg(
     fence: Fence,
     outcome: TurnOutcome,
     known: KnownTask | None = None,
-) -> bool:
+    settle: SettleTurn | None = None,
+) -> Finished:
     # As the ORM path: the host's final FAILED may land before WORKING, nothing else may.
     allowed = states.RUNNABLE if outcome.state == states.FAILED else states.WORKING_ONLY
-    if known is not None and await _write_outcome(
-        pool, scope, task_id, fence, outcome, allowed, known
-    ):
-        return True  # one round trip instead of two (bench/README, round seven)
+    if known is not None:
+        done = await _write_outcome(pool, scope, task_id, fence, outcome, allowed, known, settle)
+        if done.applied:
+            return done  # one round trip instead of two (bench/README, round seven)
     row = await pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
     if row is None:
-        return False
+        return _REFUSED
     state, context_id, artifacts_text, version, next_seq = row
     if state == outcome.state and states.is_terminal(state):
-        return True  # replayed turn (REFERENCE-CASES 77-80)
+        return Finished(applied=True)  # replayed turn (REFERENCE-CASES 77-80)
     if state not in allowed:
-        return False
+        return _REFUSED
     read = KnownTask(version, next_seq, context_id, json.loads(artifacts_text or "[]"))
-    return await _write_outcome(pool, scope, task_id, fence, outcome, allowed, read)
+    return await _write_outcome(pool, scope, task_id, fence, outcome, allowed, read, settle)
 
 
 async def _write_outcome(
@@ -201,8 +245,9 @@ async def _write_outcome(
     outcome: TurnOutcome,
     allowed: frozenset[str],
     basis: KnownTask,
-) -> bool:
-    """The guarded write of ``finish`` on what ``basis`` says the task is; False if refused."""
+    settle: SettleTurn | None,
+) -> Finished:
+    """The guarded write of ``finish`` on what ``basis`` says the task is."""
     context_id, version, next_seq = basis.context_id, basis.version, basis.next_seq
     now = utcnow()
     key = outcome.message_key or outcome_message_key(outcome.state, next_seq)
@@ -237,9 +282,15 @@ async def _write_outcome(
         key,
         _json({"task": task}),
         CHANNEL,
+        settle is not None,
+        0 if settle is None else settle.turn_id,
+        "" if settle is None else settle.status,
+        None if settle is None else settle.error,
+        list(states.UNFINISHED_TURNS),
     )
     if written is None or written["applied"] != 1:
-        return False
+        return _REFUSED
     if written["pushes"]:
         notify_local()  # this process's deliverers; others hear the NOTIFY at commit
-    return True
+    settled = written["settled"] == 1
+    return Finished(applied=True, settled=settled, next_head=written if settled else None)

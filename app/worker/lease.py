@@ -40,9 +40,9 @@ from app.db.models import ActorRow, TaskRow, TurnRow
 from app.db.models.base import Timestamp
 from app.security.caller import CallerScope
 from app.tasks.fence import Fence, db_now
-from app.tasks.states import TURN_QUEUED, TURN_RUNNING
+from app.tasks.states import UNFINISHED_TURNS
 
-UNFINISHED = (TURN_QUEUED, TURN_RUNNING)
+UNFINISHED = UNFINISHED_TURNS
 
 # A worker paused in the middle of a transaction (SIGSTOP, a frozen VM) would keep its row
 # locks: claims skip a locked actor (SKIP LOCKED) and the takeover would wait for the pause to

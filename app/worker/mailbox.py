@@ -149,7 +149,7 @@ async def claim_with_heads(
                 CallerScope(tenant=row["tenant"], identity=row["identity"]),
                 Fence(owner=owner, token=int(row["fence"])),
             ),
-            _queued_turn(row),
+            queued_turn(row),
         )
         for row in rows
     ]
@@ -201,10 +201,10 @@ async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
 
 async def _head_turn_pg(pool: StatementPool, lease: Lease) -> QueuedTurn | None:
     row = await pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity, list(UNFINISHED))
-    return _queued_turn(row)
+    return queued_turn(row)
 
 
-def _queued_turn(row: Any) -> QueuedTurn | None:
+def queued_turn(row: Any) -> QueuedTurn | None:
     """A head row of ``_HEAD_SQL``'s shape as a turn, or None when absent or not yet due."""
     if row is None or row["id"] is None or not row["due"]:
         return None
@@ -322,7 +322,7 @@ async def settle_and_head(
     )
     if row is None or row["applied"] != 1:
         return Settled(applied=False)
-    return Settled(applied=True, next_turn=_queued_turn(row))
+    return Settled(applied=True, next_turn=queued_turn(row))
 
 
 async def retry_later(

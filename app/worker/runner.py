@@ -50,7 +50,7 @@ from app.settings import Settings
 from app.tasks import states
 from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
-from app.tasks.turn_writes_pg import KnownTask
+from app.tasks.turn_writes_pg import Finished, KnownTask, SettleTurn
 from app.tenants.registry import TenantRecord
 from app.worker import mailbox, turn_start
 from app.worker.lease import Lease, still_held
@@ -80,14 +80,15 @@ class Writes(Protocol):
     async def record_progress(
         self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
     ) -> bool: ...
-    async def finish(
+    async def finish_and_settle(
         self,
         scope: CallerScope,
         task_id: str,
         fence: Fence,
         outcome: TurnOutcome,
         known: KnownTask | None = None,
-    ) -> bool: ...
+        settle: SettleTurn | None = None,
+    ) -> Finished: ...
     async def load_turn_context(self, scope: CallerScope, task_id: str) -> Any: ...
 
 
@@ -313,16 +314,34 @@ class _TurnRun:
         version is unknown."""
         self.version = self.version + 1 if applied and self.version is not None else None
 
-    async def _write_outcome(self, outcome: TurnOutcome) -> bool:
+    async def _finish_and_settle(
+        self, outcome: TurnOutcome, status: str, *, result: str, error: str | None = None
+    ) -> Step | None:
+        """Write the outcome and settle the turn (``status``): one statement on PostgreSQL
+        (``TurnWrites.finish_and_settle``), else the write and then ``_settle``. None: the
+        write was refused."""
         known = None
         if self.snapshot is not None and self.version is not None:
             known = self.snapshot.known(self.version)
-        return await self.r.writes.finish(self.scope, self.turn.task_id, self.fence, outcome, known)
+        done = await self.r.writes.finish_and_settle(
+            self.scope,
+            self.turn.task_id,
+            self.fence,
+            outcome,
+            known,
+            SettleTurn(self.turn.id, status, error),
+        )
+        if not done.applied:
+            return None
+        if not done.settled:
+            return await self._settle(status, result=result, error=error)
+        self.r.metrics.turns.labels(result).inc()
+        return Step(Verdict.NEXT, mailbox.queued_turn(done.next_head))
 
     async def _finish(self, outcome: TurnOutcome) -> Step:
-        if await self._write_outcome(outcome):
-            return await self._settle(states.TURN_DONE, result=_result_label(outcome.state))
-        return await self._refused()
+        label = _result_label(outcome.state)
+        step = await self._finish_and_settle(outcome, states.TURN_DONE, result=label)
+        return step if step is not None else await self._refused()
 
     async def _crashed(self, category: str) -> Step:
         if self.attempt >= self.r.settings.turn_max_attempts:
@@ -346,10 +365,11 @@ class _TurnRun:
         if mark and not self.marked and not await self._mark_working():
             return await self._refused()
         failed = TurnOutcome(state=states.FAILED, text=self.r.settings.failure_text)
-        if not await self._write_outcome(failed):
+        step = await self._finish_and_settle(failed, states.TURN_DEAD, result="failed", error=error)
+        if step is None:
             return await self._refused()
         log.warning("turn.dead", extra={"task_id": self.turn.task_id, "turn_id": self.turn.id})
-        return await self._settle(states.TURN_DEAD, result="failed", error=error)
+        return step
 
     async def _stopped(self) -> Step:
         if self.watch.lost:

@@ -18,7 +18,8 @@ from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.turn_writes import TurnWrites
-from tests.tasks.conftest import SCOPE, accept, count, hold_lease, task_row
+from app.tasks.turn_writes_pg import SettleTurn
+from tests.tasks.conftest import SCOPE, accept, count, hold_lease, task_row, turns
 
 DONE = TurnOutcome(state=states.COMPLETED, text="done")
 
@@ -402,3 +403,80 @@ async def test_finish_on_what_the_runner_knows_is_one_statement(
     queries.clear()
     assert await writes.finish(SCOPE, other, fence, DONE, stale)
     assert len(queries) == 3
+
+
+# --- finish and settle the worker's turn in one statement (turn_writes_pg.SettleTurn) ---------
+
+
+async def test_finish_and_settle_settles_the_turn_with_the_outcome(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    task_id, fence = await _working(database, settings, writes)
+    later = (await accept(database, settings, message_id="m-2", task_id=None)).task.id
+    first, second = await turns(database)
+    assert first.task_id == task_id and second.task_id == later
+    done = await writes.finish_and_settle(
+        SCOPE, task_id, fence, DONE, settle=SettleTurn(first.id, states.TURN_DONE)
+    )
+    assert done.applied
+    assert (await task_row(database, task_id)).state == states.COMPLETED
+    if database.statement_pool is None:
+        # SQLite: the caller settles the turn itself (mailbox.settle_and_head).
+        assert not done.settled and (await turns(database))[0].status == states.TURN_QUEUED
+        return
+    assert done.settled
+    assert [t.status for t in await turns(database)] == [states.TURN_DONE, states.TURN_QUEUED]
+    assert done.next_head is not None and done.next_head["id"] == second.id
+    assert done.next_head["task_id"] == later and done.next_head["due"]
+
+
+@pytest.mark.postgres
+async def test_finish_and_settle_refused_settles_nothing(pg_database: Database, settings: Settings):
+    database = pg_database
+    writes = TurnWrites(database, settings)
+    canceller = TaskCanceller(database, default_history_length=50)
+    task_id, fence = await _working(database, settings, writes)
+    (turn,) = await turns(database)
+    await canceller.cancel(SCOPE, task_id)
+    status_after_cancel = (await turns(database))[0].status
+    settle = SettleTurn(turn.id, states.TURN_DEAD, "agent_error")
+    failed = TurnOutcome(state=states.FAILED, text="gave up")
+    done = await writes.finish_and_settle(SCOPE, task_id, fence, failed, settle=settle)
+    assert not done.applied and not done.settled
+    (after,) = await turns(database)
+    assert after.status == status_after_cancel and after.last_error is None
+
+
+@pytest.mark.postgres
+async def test_finish_and_settle_dead_turn_keeps_its_error_in_one_statement(
+    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+):
+    database = pg_database
+    writes = TurnWrites(database, settings)
+    pool = database.statement_pool
+    assert pool is not None
+    task_id, fence = await _working(database, settings, writes)
+    (turn,) = await turns(database)
+    snapshot = await writes.load_turn_context(SCOPE, task_id)
+    real_fetchrow = pool.fetchrow
+    queries: list[str] = []
+
+    async def counted(query: str, *args: object) -> object:
+        queries.append(query)
+        return await real_fetchrow(query, *args)
+
+    monkeypatch.setattr(pool, "fetchrow", counted)
+    failed = TurnOutcome(state=states.FAILED, text="gave up")
+    done = await writes.finish_and_settle(
+        SCOPE,
+        task_id,
+        fence,
+        failed,
+        snapshot.known(snapshot.version),
+        SettleTurn(turn.id, states.TURN_DEAD, "agent_error"),
+    )
+    assert done.applied and done.settled and done.next_head["id"] is None
+    assert len(queries) == 1
+    (after,) = await turns(database)
+    assert (after.status, after.last_error) == (states.TURN_DEAD, "agent_error")
+    assert (await task_row(database, task_id)).state == states.FAILED
