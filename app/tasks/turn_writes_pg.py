@@ -34,6 +34,7 @@ from app.tasks import states
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.tasks.fence import FENCE_SQL, Fence
 from app.tasks.outcome import TurnOutcome, outcome_message_key
+from app.tasks.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.tasks.wire import agent_message, normalise, status_doc, utcnow
 
 # $1 tenant, $2 identity, $3 fence token, $4 lease owner (FENCE_SQL); then per statement.
@@ -110,18 +111,10 @@ WITH task AS (
 )
 SELECT (SELECT count(*) FROM task) AS applied,
        (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push) AS woken) AS pushes,
-       (SELECT count(*) FROM settled) AS settled,
-       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
-  FROM (SELECT 1) AS one
-  LEFT JOIN LATERAL (
-    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
-           (not_before IS NULL OR not_before <= now()) AS due
-      FROM turns
-     WHERE $17::bool AND tenant = $1 AND identity = $2 AND status = ANY($21::text[])
-       AND id <> $18
-     ORDER BY id
-     LIMIT 1) AS h ON true
-"""
+       (SELECT count(*) FROM settled) AS settled, """
+    + HEAD_COLUMNS_SQL
+    + " FROM (SELECT 1) AS one"
+    + head_join_sql(tenant="$1", identity="$2", statuses="$21", extra="$17::bool AND id <> $18")
 )
 
 

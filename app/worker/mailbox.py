@@ -19,6 +19,7 @@ from app.db.statement_pool import StatementPool
 from app.security.caller import CallerScope
 from app.tasks.fence import FENCE_SQL, Fence, db_now, fence_holds
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
+from app.tasks.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.worker.lease import (
     CLAIM_SQL,
     UNFINISHED,
@@ -39,14 +40,10 @@ ERROR_REFUSED = "write_refused"
 # and ~1 ms of worker CPU; the turn benchmark was bound by them (bench/README). Same rules as
 # the ORM statements: scope, unfinished status and the fence (``app.tasks.fence.FENCE_SQL``)
 # in the same WHERE, the database clock for every time.
-_HEAD_SQL = """
-SELECT id, task_id, message_id, kind, status, attempts, payload::text,
-       (not_before IS NULL OR not_before <= now()) AS due
-  FROM turns
- WHERE tenant = $1 AND identity = $2 AND status = ANY($3::text[])
- ORDER BY id
- LIMIT 1
-"""
+_HEAD_SQL = (
+    f"SELECT {HEAD_COLUMNS_SQL} FROM (SELECT 1) AS one"  # noqa: S608 (constant fragments only)
+    + head_join_sql(tenant="$1", identity="$2", statuses="$3")
+)
 
 # $5 turn id; $6 new status; $7 attempts delta; $8 seconds until due (NULL: keep
 # not_before); $9 whether to set last_error, $10 its value.
@@ -84,17 +81,10 @@ WITH settled AS (
     + """
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM settled) AS applied,
-       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
-  FROM (SELECT 1) AS one
-  LEFT JOIN LATERAL (
-    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
-           (not_before IS NULL OR not_before <= now()) AS due
-      FROM turns
-     WHERE tenant = $1 AND identity = $2 AND status = ANY($8::text[]) AND id <> $5
-     ORDER BY id
-     LIMIT 1) AS h ON true
-"""
+SELECT (SELECT count(*) FROM settled) AS applied, """
+    + HEAD_COLUMNS_SQL
+    + " FROM (SELECT 1) AS one"
+    + head_join_sql(tenant="$1", identity="$2", statuses="$8", extra="id <> $5")
 )
 
 
@@ -106,18 +96,10 @@ SELECT (SELECT count(*) FROM settled) AS applied,
 _CLAIM_WITH_HEADS_SQL = (
     "WITH claimed AS ("  # noqa: S608 (constant fragments only)
     + CLAIM_SQL
-    + """)
-SELECT c.tenant, c.identity, c.fence,
-       h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due
-  FROM claimed c
-  LEFT JOIN LATERAL (
-    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
-           (not_before IS NULL OR not_before <= now()) AS due
-      FROM turns
-     WHERE tenant = c.tenant AND identity = c.identity AND status = ANY($4::text[])
-     ORDER BY id
-     LIMIT 1) AS h ON true
-"""
+    + ") SELECT c.tenant, c.identity, c.fence, "
+    + HEAD_COLUMNS_SQL
+    + " FROM claimed c"
+    + head_join_sql(tenant="c.tenant", identity="c.identity", statuses="$4")
 )
 
 
@@ -205,7 +187,8 @@ async def _head_turn_pg(pool: StatementPool, lease: Lease) -> QueuedTurn | None:
 
 
 def queued_turn(row: Any) -> QueuedTurn | None:
-    """A head row of ``_HEAD_SQL``'s shape as a turn, or None when absent or not yet due."""
+    """A head row (``turn_heads.HEAD_COLUMNS_SQL``) as a turn, or None when there is no
+    head or it is not yet due."""
     if row is None or row["id"] is None or not row["due"]:
         return None
     return QueuedTurn(

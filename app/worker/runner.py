@@ -8,6 +8,7 @@ Order of a run (CONTRACT §6; ARCHITECTURE, Durable execution):
 2. Skip what must not run: a task that is gone, terminal, canceled, or already answered by an
    earlier attempt of this turn (crash between ``finish`` and marking the turn ``done``).
 3. ``mark_working`` (guarded): ``False`` means canceled, closed or fence lost — no agent call.
+   A first attempt on PostgreSQL was marked by step 1's statement already (``turn_start``).
 4. The agent runs in its own asyncio task with the turn timeout; the lease keeper may cancel
    it (task canceled, lease lost) and the shutdown path may interrupt it.
 5. ``finish`` (guarded) with the agent's outcome; a crash or timeout is retried with backoff

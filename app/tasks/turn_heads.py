@@ -1,0 +1,31 @@
+"""The head of an identity's mailbox in SQL: its lowest unfinished turn, and whether it is due.
+
+One fragment for every PostgreSQL statement that reads it: the drain's own head read, the
+claim (``mailbox.claim_with_heads``), settling a turn (``mailbox.settle_and_head``) and the
+outcome write that settles one (``turn_writes_pg``). The rows it yields have the columns of
+``HEAD_COLUMNS_SQL``; ``app.worker.mailbox.queued_turn`` reads them (a NULL ``id``: no head).
+"""
+
+from __future__ import annotations
+
+HEAD_COLUMNS_SQL = "h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due"
+
+
+def head_join_sql(*, tenant: str, identity: str, statuses: str, extra: str = "") -> str:
+    """``LEFT JOIN LATERAL (…) AS h ON true`` over the head turn of ``(tenant, identity)``.
+
+    The arguments are SQL text the caller writes as constants (bind parameters such as
+    ``$1`` or columns such as ``c.tenant``), never values; ``extra`` adds a condition (a
+    settled turn left out by id: a statement's snapshot predates its own updates).
+    """
+    condition = f" AND {extra}" if extra else ""
+    return f"""
+  LEFT JOIN LATERAL (
+    SELECT id, task_id, message_id, kind, status, attempts, payload::text AS payload,
+           (not_before IS NULL OR not_before <= now()) AS due
+      FROM turns
+     WHERE tenant = {tenant} AND identity = {identity}
+       AND status = ANY({statuses}::text[]){condition}
+     ORDER BY id
+     LIMIT 1) AS h ON true
+"""  # noqa: S608 (constant fragments only)
