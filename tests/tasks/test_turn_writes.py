@@ -19,6 +19,7 @@ from app.tasks.outcome import TurnOutcome
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.turn_writes import TurnWrites
 from app.tasks.turn_writes_pg import SettleTurn
+from tests.db.helpers import record_statements
 from tests.tasks.conftest import SCOPE, accept, count, hold_lease, task_row, turns
 
 DONE = TurnOutcome(state=states.COMPLETED, text="done")
@@ -385,14 +386,7 @@ async def test_finish_on_what_the_runner_knows_is_one_statement(
     assert pool is not None
     task_id, fence = await _working(database, settings, writes)
     snapshot = await writes.load_turn_context(SCOPE, task_id)
-    real_fetchrow = pool.fetchrow
-    queries: list[str] = []
-
-    async def counted(query: str, *args: object) -> object:
-        queries.append(query)
-        return await real_fetchrow(query, *args)
-
-    monkeypatch.setattr(pool, "fetchrow", counted)
+    queries = record_statements(monkeypatch, pool)
     assert await writes.finish(SCOPE, task_id, fence, DONE, snapshot.known(snapshot.version))
     assert len(queries) == 1
     queries.clear()
@@ -458,14 +452,7 @@ async def test_finish_and_settle_dead_turn_keeps_its_error_in_one_statement(
     task_id, fence = await _working(database, settings, writes)
     (turn,) = await turns(database)
     snapshot = await writes.load_turn_context(SCOPE, task_id)
-    real_fetchrow = pool.fetchrow
-    queries: list[str] = []
-
-    async def counted(query: str, *args: object) -> object:
-        queries.append(query)
-        return await real_fetchrow(query, *args)
-
-    monkeypatch.setattr(pool, "fetchrow", counted)
+    queries = record_statements(monkeypatch, pool)
     failed = TurnOutcome(state=states.FAILED, text="gave up")
     done = await writes.finish_and_settle(
         SCOPE,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -14,6 +13,7 @@ from app.tasks import states
 from app.testing.edge import edge_harness
 from app.worker import mailbox
 from app.worker.lease import Lease, claim
+from tests.db.helpers import record_statements
 from tests.worker.helpers import send, turns
 
 LEASE = 30.0
@@ -110,14 +110,7 @@ async def test_settle_and_head_is_one_statement_on_postgresql(
         await send(edge, "reply b", message_id="m2", who="alice")
         lease = await _holder(db)
         turn = await _head(db, lease)
-        calls: list[str] = []
-        real = db.statement_pool.fetchrow
-
-        async def counted(query: str, *args: Any) -> Any:
-            calls.append(query)
-            return await real(query, *args)
-
-        monkeypatch.setattr(db.statement_pool, "fetchrow", counted)
+        calls = record_statements(monkeypatch, db.statement_pool)
         settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
         assert settled.next_turn is not None and len(calls) == 1
 
@@ -154,14 +147,7 @@ async def test_claim_with_heads_is_one_statement_on_postgresql(
         await edge.add_tenant("demo", agent="scripted")
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="bob")
-        calls: list[str] = []
-        real = db.statement_pool.fetch
-
-        async def counted(query: str, *args: Any) -> Any:
-            calls.append(query)
-            return await real(query, *args)
-
-        monkeypatch.setattr(db.statement_pool, "fetch", counted)
+        calls = record_statements(monkeypatch, db.statement_pool)
         claimed = await mailbox.claim_with_heads(db, owner="w1", limit=10, lease_seconds=LEASE)
         assert len(claimed) == 2 and all(head is not None for _, head in claimed)
         assert len(calls) == 1

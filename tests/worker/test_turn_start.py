@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import delete, update
@@ -15,6 +14,7 @@ from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import edge_harness
 from app.worker import mailbox, turn_start
 from app.worker.lease import claim
+from tests.db.helpers import record_statements
 from tests.worker.helpers import send, turns
 
 LEASE = 30.0
@@ -134,13 +134,6 @@ async def test_begin_is_one_statement_on_postgresql(
         (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
         turn = await mailbox.head_turn(db, lease)
         assert turn is not None
-        calls: list[str] = []
-        real = db.statement_pool.fetchrow
-
-        async def counted(query: str, *args: Any) -> Any:
-            calls.append(query)
-            return await real(query, *args)
-
-        monkeypatch.setattr(db.statement_pool, "fetchrow", counted)
+        calls = record_statements(monkeypatch, db.statement_pool)
         begun = await turn_start.begin(db, TurnWrites(db, edge.settings), lease, turn)
         assert begun.snapshot is not None and len(calls) == 1
