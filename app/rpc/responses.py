@@ -25,14 +25,25 @@ def success(request_id: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
+# Built once: ``json.dumps`` with any keyword builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(doc: dict[str, Any]) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(doc).encode()
 
 
 def success_body(request_id: RequestId, result: Any) -> bytes:
     if isinstance(result, RawJson):
-        head = encode({"jsonrpc": "2.0", "id": request_id})
-        return head[:-1] + b',"result":' + result.text.encode() + b"}"
+        return b"".join(
+            (
+                b'{"jsonrpc":"2.0","id":',
+                _ENCODER.encode(request_id).encode(),
+                b',"result":',
+                result.text.encode(),
+                b"}",
+            )
+        )
     return encode(success(request_id, result))
 
 

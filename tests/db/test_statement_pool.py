@@ -116,3 +116,22 @@ async def test_reads_plan_once_per_connection_and_fetch_returns_rows(pg_url: str
         assert [tuple(r) for r in rows] == [(1, 2), (2, 4), (3, 6)]
     finally:
         await db.dispose()
+
+
+@pytest.mark.postgres
+async def test_failed_unit_drops_its_connection(pg_url: str) -> None:
+    # connection() (a unit of several statements) and the single-statement path share the
+    # checkout; a unit that fails leaves its connection in an unknown state: never reused.
+    db = Database(pg_url)
+    try:
+        pool = _pool(db)
+        async with pool.connection() as conn:
+            before = await conn.fetchval("SELECT pg_backend_pid()")
+        assert await pool.fetchval("SELECT pg_backend_pid()") == before  # returned, reused
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            async with pool.connection() as conn:
+                await conn.execute("BEGIN")
+                await conn.fetchval("SELECT 1 / 0")
+        assert await pool.fetchval("SELECT pg_backend_pid()") != before
+    finally:
+        await db.dispose()
