@@ -33,6 +33,11 @@ FENCE_SQL = """EXISTS (
        AND a.lease_until > now())"""
 
 
+def fence_params(scope: CallerScope, fence: Fence) -> tuple[str, str, int, str]:
+    """``FENCE_SQL``'s parameters $1-$4, in its order: every fenced statement starts with them."""
+    return scope.tenant, scope.identity, fence.token, fence.owner
+
+
 def db_now(is_sqlite: bool) -> ColumnElement[Any]:
     """The database's clock for lease comparisons.
 

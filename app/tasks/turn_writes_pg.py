@@ -32,7 +32,7 @@ from app.push.wakeup import CHANNEL, notify_local
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
-from app.tasks.fence import FENCE_SQL, Fence
+from app.tasks.fence import FENCE_SQL, Fence, fence_params
 from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.tasks.wire import agent_message, normalise, status_doc, utcnow
@@ -135,10 +135,7 @@ async def mark_working_pg(
     state, status, now = working_values()
     applied = await pool.fetchval(
         _MARK_WORKING_SQL,
-        scope.tenant,
-        scope.identity,
-        fence.token,
-        fence.owner,
+        *fence_params(scope, fence),
         state,
         status,
         now,
@@ -259,10 +256,7 @@ async def _write_outcome(
         task["artifacts"] = artifacts
     written = await pool.fetchrow(
         _FINISH_WRITE_SQL,
-        scope.tenant,
-        scope.identity,
-        fence.token,
-        fence.owner,
+        *fence_params(scope, fence),
         task_id,
         outcome.state,
         _json(status),

@@ -39,7 +39,7 @@ from app.db.engine import Database
 from app.db.models import ActorRow, TaskRow, TurnRow
 from app.db.models.base import Timestamp
 from app.security.caller import CallerScope
-from app.tasks.fence import Fence, db_now
+from app.tasks.fence import Fence, db_now, fence_params
 from app.tasks.states import UNFINISHED_TURNS
 
 UNFINISHED = UNFINISHED_TURNS
@@ -224,9 +224,7 @@ async def release(db: Database, lease: Lease) -> bool:
     if db.statement_pool is not None:
         # One autocommit statement (app/db/statement_pool.py): no transaction left open.
         scope, fence = lease.scope, lease.fence
-        done = await db.statement_pool.fetchval(
-            _RELEASE_SQL, scope.tenant, scope.identity, fence.token, fence.owner
-        )
+        done = await db.statement_pool.fetchval(_RELEASE_SQL, *fence_params(scope, fence))
         return done is not None
     async with locking_transaction(db) as s:
         result = await s.execute(

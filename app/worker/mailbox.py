@@ -17,7 +17,7 @@ from app.db.engine import Database
 from app.db.models import TurnRow
 from app.db.statement_pool import StatementPool
 from app.security.caller import CallerScope
-from app.tasks.fence import FENCE_SQL, Fence, db_now, fence_holds
+from app.tasks.fence import FENCE_SQL, Fence, db_now, fence_holds, fence_params
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
 from app.tasks.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.worker.lease import (
@@ -219,10 +219,7 @@ async def _fenced_update_pg(
     scope, fence = lease.scope, lease.fence
     applied = await pool.fetchval(
         _FENCED_UPDATE_SQL,
-        scope.tenant,
-        scope.identity,
-        fence.token,
-        fence.owner,
+        *fence_params(scope, fence),
         turn_id,
         change.status,
         change.attempts_delta,
@@ -294,10 +291,7 @@ async def settle_and_head(
     scope, fence = lease.scope, lease.fence
     row = await db.statement_pool.fetchrow(
         _SETTLE_AND_HEAD_SQL,
-        scope.tenant,
-        scope.identity,
-        fence.token,
-        fence.owner,
+        *fence_params(scope, fence),
         turn_id,
         status,
         error,

@@ -20,7 +20,7 @@ from typing import Protocol
 from app.db.engine import Database
 from app.errors import TaskNotFound
 from app.security.caller import CallerScope
-from app.tasks.fence import FENCE_SQL
+from app.tasks.fence import FENCE_SQL, fence_params
 from app.tasks.states import RUNNABLE, TURN_RUNNING
 from app.tasks.turn_writes import TaskSnapshot
 from app.tasks.turn_writes_pg import SNAPSHOT_COLUMNS_SQL, snapshot_from_row, working_values
@@ -90,10 +90,7 @@ async def begin(db: Database, loader: SnapshotLoader, lease: Lease, turn: Queued
     state, status, now = working_values()
     row = await db.statement_pool.fetchrow(
         _BEGIN_AND_SNAPSHOT_SQL,
-        scope.tenant,
-        scope.identity,
-        fence.token,
-        fence.owner,
+        *fence_params(scope, fence),
         turn.id,
         TURN_RUNNING,
         list(UNFINISHED),

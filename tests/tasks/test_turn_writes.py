@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import PushOutboxRow, TaskMessageRow
+from app.db.statement_pool import StatementPool
 from app.errors import TaskNotCancelable, TaskNotFound
 from app.security.caller import CallerScope
 from app.settings import Settings
@@ -28,6 +29,16 @@ DONE = TurnOutcome(state=states.COMPLETED, text="done")
 @pytest.fixture
 def canceller(database: Database) -> TaskCanceller:
     return TaskCanceller(database, default_history_length=50)
+
+
+PgWrites = tuple[Database, TurnWrites, StatementPool]
+
+
+@pytest.fixture
+def pg_writes(pg_database: Database, settings: Settings) -> PgWrites:
+    """PostgreSQL's ``TurnWrites`` and the statement pool its one-statement units run on."""
+    assert pg_database.statement_pool is not None
+    return pg_database, TurnWrites(pg_database, settings), pg_database.statement_pool
 
 
 async def _working(database: Database, settings: Settings, writes: TurnWrites) -> tuple[str, Fence]:
@@ -224,15 +235,12 @@ async def test_invalid_agent_result_writes_nothing(
 
 @pytest.mark.postgres
 async def test_finish_refuses_when_history_moved_after_its_read(
-    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    pg_writes: PgWrites, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
     # PostgreSQL's finish reads, then writes in one statement that re-checks the history
     # position it read (the agent message's seq, and an interruption's key, come from it).
     # A message appended in between makes the write refuse and leaves nothing behind.
-    database = pg_database
-    writes = TurnWrites(database, settings)
-    pool = database.statement_pool
-    assert pool is not None
+    database, writes, pool = pg_writes
     task_id, fence = await _working(database, settings, writes)
     real_fetchrow = pool.fetchrow
     calls = 0
@@ -378,12 +386,9 @@ async def test_finish_on_knowledge_a_cancel_made_stale_is_refused(
 
 @pytest.mark.postgres
 async def test_finish_on_what_the_runner_knows_is_one_statement(
-    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    pg_writes: PgWrites, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
-    database = pg_database
-    writes = TurnWrites(database, settings)
-    pool = database.statement_pool
-    assert pool is not None
+    database, writes, pool = pg_writes
     task_id, fence = await _working(database, settings, writes)
     snapshot = await writes.load_turn_context(SCOPE, task_id)
     queries = record_statements(monkeypatch, pool)
@@ -425,9 +430,8 @@ async def test_finish_and_settle_settles_the_turn_with_the_outcome(
 
 
 @pytest.mark.postgres
-async def test_finish_and_settle_refused_settles_nothing(pg_database: Database, settings: Settings):
-    database = pg_database
-    writes = TurnWrites(database, settings)
+async def test_finish_and_settle_refused_settles_nothing(pg_writes: PgWrites, settings: Settings):
+    database, writes, _ = pg_writes
     canceller = TaskCanceller(database, default_history_length=50)
     task_id, fence = await _working(database, settings, writes)
     (turn,) = await turns(database)
@@ -443,12 +447,9 @@ async def test_finish_and_settle_refused_settles_nothing(pg_database: Database, 
 
 @pytest.mark.postgres
 async def test_finish_and_settle_dead_turn_keeps_its_error_in_one_statement(
-    pg_database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    pg_writes: PgWrites, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
-    database = pg_database
-    writes = TurnWrites(database, settings)
-    pool = database.statement_pool
-    assert pool is not None
+    database, writes, pool = pg_writes
     task_id, fence = await _working(database, settings, writes)
     (turn,) = await turns(database)
     snapshot = await writes.load_turn_context(SCOPE, task_id)

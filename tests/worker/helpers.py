@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import ActorRow, PushOutboxRow, TaskMessageRow, TaskRow, TurnRow
-from app.testing.edge import EdgeHarness
+from app.testing.edge import EdgeHarness, edge_harness
 
 T = TypeVar("T")
 
 PUSH_URL = "https://gateway.test/push"
+
+
+@asynccontextmanager
+async def scripted_edge(url: str) -> AsyncIterator[EdgeHarness]:
+    """The real app over ``url`` (already migrated) with tenant ``demo`` on the scripted agent."""
+    async with edge_harness(url) as edge:
+        await edge.add_tenant("demo", agent="scripted")
+        yield edge
 
 
 def identity(key: str) -> dict[str, Any]:

@@ -15,7 +15,16 @@ from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import edge_harness
 from app.worker import mailbox
 from app.worker.lease import claim, extend, release, still_held
-from tests.worker.helpers import actor, eventually, reached, send, status_text, task_row, turns
+from tests.worker.helpers import (
+    actor,
+    eventually,
+    reached,
+    scripted_edge,
+    send,
+    status_text,
+    task_row,
+    turns,
+)
 
 LEASE = 30.0
 
@@ -30,8 +39,7 @@ async def _expire(db: Database, who: str) -> None:
 
 
 async def test_claim_sets_owner_fence_and_excludes_other_workers(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         (first,) = await claim(db, owner="w1", limit=10, lease_seconds=LEASE)
@@ -52,8 +60,7 @@ async def test_claim_sets_owner_fence_and_excludes_other_workers(db_url: str) ->
 
 
 async def test_only_identities_whose_head_turn_is_due_are_claimed(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         db = edge.services.db
         assert await claim(db, owner="w1", limit=10, lease_seconds=LEASE) == []
         await send(edge, "reply a", message_id="m1", who="alice")
@@ -74,8 +81,7 @@ async def test_only_identities_whose_head_turn_is_due_are_claimed(db_url: str) -
 
 
 async def test_zombie_writes_are_refused_after_takeover(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
@@ -104,8 +110,7 @@ async def test_zombie_writes_are_refused_after_takeover(db_url: str) -> None:
 
 
 async def test_unfinished_turns_are_resumed_on_start(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply recovered {attempt}", message_id="m1")
         db = edge.services.db
         # A worker that died mid-turn: turn running, attempt counted, lease expired.
@@ -123,8 +128,7 @@ async def test_unfinished_turns_are_resumed_on_start(db_url: str) -> None:
 
 
 async def test_concurrent_claims_never_share_an_identity(pg_url: str) -> None:
-    async with edge_harness(pg_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(pg_url) as edge:
         for n in range(20):
             await send(edge, "reply x", message_id=f"m{n}", who=f"user-{n}")
         dbs = [Database(pg_url) for _ in range(4)]

@@ -10,11 +10,10 @@ from sqlalchemy import update
 from app.db.engine import Database
 from app.db.models import ActorRow, TurnRow
 from app.tasks import states
-from app.testing.edge import edge_harness
 from app.worker import mailbox
 from app.worker.lease import Lease, claim
 from tests.db.helpers import record_statements
-from tests.worker.helpers import send, turns
+from tests.worker.helpers import scripted_edge, send, turns
 
 LEASE = 30.0
 
@@ -32,8 +31,7 @@ async def _head(db: Database, lease: Lease) -> mailbox.QueuedTurn:
 
 
 async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         await send(edge, "reply c", message_id="m3", who="bob")  # another identity's mailbox
@@ -61,8 +59,7 @@ async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: s
 
 
 async def test_settle_and_head_stops_at_a_turn_waiting_out_its_backoff(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         db = edge.services.db
@@ -79,8 +76,7 @@ async def test_settle_and_head_stops_at_a_turn_waiting_out_its_backoff(db_url: s
 
 
 async def test_settle_and_head_of_a_zombie_changes_nothing(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         db = edge.services.db
@@ -98,14 +94,13 @@ async def test_settle_and_head_of_a_zombie_changes_nothing(db_url: str) -> None:
         assert (await turns(db))[0].status == states.TURN_RUNNING
 
 
+@pytest.mark.postgres
 async def test_settle_and_head_is_one_statement_on_postgresql(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with edge_harness(db_url) as edge:
+    async with scripted_edge(pg_url) as edge:
         db = edge.services.db
-        if db.statement_pool is None:
-            pytest.skip("SQLite runs settle and the head read as two units")
-        await edge.add_tenant("demo", agent="scripted")
+        assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         lease = await _holder(db)
@@ -116,8 +111,7 @@ async def test_settle_and_head_is_one_statement_on_postgresql(
 
 
 async def test_claim_with_heads_hands_each_new_lease_its_head_turn(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         await send(edge, "reply c", message_id="m3", who="bob")
@@ -137,14 +131,13 @@ async def test_claim_with_heads_hands_each_new_lease_its_head_turn(db_url: str) 
         assert await mailbox.claim_with_heads(db, owner="w2", limit=10, lease_seconds=LEASE) == []
 
 
+@pytest.mark.postgres
 async def test_claim_with_heads_is_one_statement_on_postgresql(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with edge_harness(db_url) as edge:
+    async with scripted_edge(pg_url) as edge:
         db = edge.services.db
-        if db.statement_pool is None:
-            pytest.skip("SQLite runs the claim and each head read as separate units")
-        await edge.add_tenant("demo", agent="scripted")
+        assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="bob")
         calls = record_statements(monkeypatch, db.statement_pool)

@@ -11,11 +11,10 @@ from app.db.models import ActorRow, TaskMessageRow, TaskRow, TurnRow
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.turn_writes import TurnWrites
-from app.testing.edge import edge_harness
 from app.worker import mailbox, turn_start
 from app.worker.lease import claim
 from tests.db.helpers import record_statements
-from tests.worker.helpers import send, turns
+from tests.worker.helpers import scripted_edge, send, turns
 
 LEASE = 30.0
 
@@ -25,8 +24,7 @@ def identity_scope(who: str) -> CallerScope:
 
 
 async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
@@ -54,8 +52,7 @@ async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
 
 
 async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         retried = await send(edge, "reply a", message_id="m1", who="alice")
         canceled = await send(edge, "reply b", message_id="m2", who="bob")
         db = edge.services.db
@@ -82,8 +79,7 @@ async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> 
 
 
 async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
@@ -100,8 +96,7 @@ async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> 
 
 
 async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) -> None:
-    async with edge_harness(db_url) as edge:
-        await edge.add_tenant("demo", agent="scripted")
+    async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         (zombie,) = await claim(db, owner="old", limit=1, lease_seconds=LEASE)
@@ -122,14 +117,13 @@ async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) 
         assert task.state == states.SUBMITTED
 
 
+@pytest.mark.postgres
 async def test_begin_is_one_statement_on_postgresql(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with edge_harness(db_url) as edge:
+    async with scripted_edge(pg_url) as edge:
         db = edge.services.db
-        if db.statement_pool is None:
-            pytest.skip("SQLite runs the attempt and the read as two units")
-        await edge.add_tenant("demo", agent="scripted")
+        assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
         (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
         turn = await mailbox.head_turn(db, lease)
