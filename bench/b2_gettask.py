@@ -13,6 +13,7 @@ import contextlib
 from bench import procs, roundtrip, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
+from bench.loadgen import HttpResult
 from bench.procs import Proc
 from bench.report import latency_row, rate_row
 from bench.seed import SDK_TASKS_PER_IDENTITY, hot_identity, hot_task
@@ -41,6 +42,26 @@ def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
         f"{tag}: the a2a-sdk answered {share:.3f}x the bare endpoint's rate, so >= "
         f"{SDK_GOAL:g}x the a2a-sdk means >= {SDK_GOAL * share:.2f}x bare (the stricter "
         f"GetTask goal here; the bare goal is {BARE_GOAL:g}x)"
+    )
+
+
+def round_spread_note(tag: str, edge: HttpResult, sdk: HttpResult, bare: HttpResult) -> str | None:
+    """The edge's ratio to each baseline round by round, as a range.
+
+    The servers take turns (``Ctx.load_interleaved``), so round ``r`` of each was measured in
+    the same few seconds of the host; the range of those ratios is how far a single
+    stretch of the host moves the ratio within this run. A goal line inside the range means
+    the cell is at its line (README, "Concurrency 1"), whichever side the run's total lands on.
+    """
+    e, s, b = edge.round_rates, sdk.round_rates, bare.round_rates
+    if len(e) < 2 or not len(e) == len(s) == len(b) or min(s + b) <= 0:
+        return None
+    vs_sdk = [x / y for x, y in zip(e, s, strict=True)]
+    vs_bare = [x / y for x, y in zip(e, b, strict=True)]
+    return (
+        f"{tag}: round by round ({len(e)} rounds, the servers taking turns) "
+        f"{min(vs_sdk):.2f}-{max(vs_sdk):.2f}x the a2a-sdk, "
+        f"{min(vs_bare):.2f}-{max(vs_bare):.2f}x bare"
     )
 
 
@@ -127,9 +148,9 @@ def run(ctx: Ctx) -> None:
             e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
             ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, SDK_GOAL))
             ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, BARE_GOAL))
-            note = binding_goal_note(tag, s.rps, b.rps)
-            if note is not None:
-                ctx.report.note(f"{name} {note}")
+            for note in (binding_goal_note(tag, s.rps, b.rps), round_spread_note(tag, e, s, b)):
+                if note is not None:
+                    ctx.report.note(f"{name} {note}")
             ctx.report.add(
                 latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None)
             )

@@ -35,6 +35,8 @@ class HttpResult:
     pool_wraps: int
     # CPU time the server's process tree used during the run (``Ctx.load`` sets it).
     server_cpu_seconds: float | None = None
+    # The rate of each round a combined result was made of, in order (``combine``).
+    round_rates: tuple[float, ...] = ()
 
     @classmethod
     def combine(cls, rounds: list[HttpResult]) -> HttpResult:
@@ -58,6 +60,7 @@ class HttpResult:
                 if any(r.server_cpu_seconds is None for r in rounds)
                 else sum(r.server_cpu_seconds or 0.0 for r in rounds)
             ),
+            round_rates=tuple(r.rps for r in rounds),
         )
 
     @property

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.b2_gettask import binding_goal_note
+from bench.b2_gettask import binding_goal_note, round_spread_note
 from bench.loadgen import HttpResult, write_pool
 from bench.procs import cpu_seconds_of, postgres_cpu_seconds
 from bench.receiver import _task_and_state
@@ -83,6 +83,30 @@ def test_server_cpu_per_request_adds_up_over_rounds() -> None:
     # One round without a measurement: no figure rather than a wrong one.
     assert HttpResult.combine([_result(1000, 0.2), _result(1000, None)]).cpu_us_per_request is None
     assert _result(0, 0.1).cpu_us_per_request is None
+
+
+def _rounds(*rates: float) -> HttpResult:
+    return HttpResult.combine([_result(int(rate), None) for rate in rates])
+
+
+def test_combined_result_keeps_each_rounds_rate_in_order() -> None:
+    assert _rounds(1000, 3000, 2000).round_rates == (1000.0, 3000.0, 2000.0)
+    assert _result(1000, None).round_rates == ()
+
+
+def test_round_spread_note_pairs_the_rounds_measured_together() -> None:
+    edge, sdk, bare = _rounds(1500, 2000), _rounds(400, 400), _rounds(4000, 5000)
+    note = round_spread_note("1p c1", edge, sdk, bare)
+    # Round 1: 3.75x / 0.375x; round 2: 5.00x / 0.40x.
+    assert note == (
+        "1p c1: round by round (2 rounds, the servers taking turns) "
+        "3.75-5.00x the a2a-sdk, 0.38-0.40x bare"
+    )
+    # One round, rounds that do not pair up, or a baseline round with nothing answered:
+    # no range rather than a wrong one.
+    assert round_spread_note("1p c1", _result(1500, None), sdk, bare) is None
+    assert round_spread_note("1p c1", _rounds(1, 2, 3), sdk, bare) is None
+    assert round_spread_note("1p c1", edge, _rounds(400, 0), bare) is None
 
 
 def test_binding_goal_note_names_the_a2a_sdk_goal_only_when_it_is_the_stricter() -> None:
