@@ -21,6 +21,7 @@ from bench import pg, procs
 from bench.config import FULL, QUICK
 from bench.context import Ctx
 from bench.gateway import BenchGateway
+from bench.host import IdleState
 from bench.loadgen import ensure_wrk
 from bench.report import Report, machine_info
 from bench.servers import EdgeConfig
@@ -77,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     report = Report(profile=profile.name, loadgen=tool_label)
     report.machine = machine_info(pg.server_version(), tool_label)
+    idle_note = IdleState.read().note()
+    if idle_note is not None:
+        report.note(idle_note)
     print(f"bench: profile {profile.name}, load generator {tool_label}")
     print(
         f"bench: {report.machine['cpu']}, {report.machine['cores']} cores; the load generator, "

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.host import IdleState, cpu_name
+
 
 @dataclass(frozen=True)
 class Row:
@@ -112,7 +114,9 @@ class Report:
             f"Profile `{self.profile}`, load generator: {self.loadgen}. "
             f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
             f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}, Python {m.get('python', '?')}, "
-            f"PostgreSQL {m.get('postgres', '?')}; run {m.get('date', '?')}"
+            f"PostgreSQL {m.get('postgres', '?')}"
+            + (f", {m['idle']}" if m.get("idle") else "")
+            + f"; run {m.get('date', '?')}"
             + (f"; {m['rerun']}." if m.get("rerun") else "."),
             "",
             "| benchmark | metric | value | baseline | ratio | goal |",
@@ -190,13 +194,10 @@ def _num(value: float | None) -> str:
 
 
 def machine_info(pg_version: str, loadgen: str) -> dict[str, Any]:
-    cpu = "?"
     try:
-        text = Path("/proc/cpuinfo").read_text()
-        found = re.search(r"model name\s*:\s*(.+)", text)
-        cpu = found.group(1).strip() if found else platform.processor() or "?"
+        cpu = cpu_name(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
+        cpu = platform.processor() or "?"
     mem_gib: float | str = "?"
     try:
         kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))  # type: ignore[union-attr]
@@ -223,6 +224,7 @@ def machine_info(pg_version: str, loadgen: str) -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "postgres": pg_version,
+        "idle": IdleState.read().describe(),
         "loadgen": loadgen,
         "wrk": wrk,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -1,0 +1,77 @@
+"""What of the host a benchmark table must name besides its CPU's name: the CPU's family and
+model (``AMD EPYC`` is every generation from Zen 1 to Zen 5 on these guests) and how an idle
+virtual CPU waits.
+
+The second decides c = 1 more than any code here (README, "Latency at low concurrency on
+virtual machines"): with the ``haltpoll`` cpuidle driver and ``guest_halt_poll_ns`` = 0 an
+idle vCPU halts at once, so a request that waits for PostgreSQL pays a full halt and resume on
+each side of the round trip; the same host with 200 µs of polling answered the edge's GetTask
+1.57x faster at c = 1 (round twelve). Both are read from ``/proc`` and ``/sys`` so each run's
+table says which kind of host it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def cpu_name(cpuinfo: str) -> str:
+    """``model name`` with the family and model numbers, e.g. ``AMD EPYC (family 26, model 2)``."""
+    name = _field(cpuinfo, "model name") or "?"
+    family, model = _field(cpuinfo, "cpu family"), _field(cpuinfo, "model")
+    if family and model:
+        return f"{name} (family {family}, model {model})"
+    return name
+
+
+def _field(cpuinfo: str, key: str) -> str | None:
+    found = re.search(rf"^{re.escape(key)}\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    return found.group(1).strip() if found else None
+
+
+@dataclass(frozen=True)
+class IdleState:
+    """The cpuidle driver (``None`` when the kernel runs none) and, when the ``haltpoll``
+    module is present, its ``guest_halt_poll_ns``."""
+
+    driver: str | None
+    halt_poll_ns: int | None
+
+    @classmethod
+    def read(cls, sys_root: Path = Path("/sys")) -> IdleState:
+        driver = _read(sys_root / "devices/system/cpu/cpuidle/current_driver")
+        poll = _read(sys_root / "module/haltpoll/parameters/guest_halt_poll_ns")
+        return cls(
+            driver=None if driver in (None, "", "none") else driver,
+            halt_poll_ns=int(poll) if poll is not None and poll.isdigit() else None,
+        )
+
+    def describe(self) -> str:
+        driver = f"cpuidle driver {self.driver}" if self.driver else "no cpuidle driver"
+        if self.halt_poll_ns is None:
+            return driver
+        return f"{driver}, guest_halt_poll_ns {self.halt_poll_ns}"
+
+    @property
+    def halts_at_once(self) -> bool:
+        """The haltpoll driver with polling off: every idle wake-up is a full halt."""
+        return self.driver == "haltpoll" and self.halt_poll_ns == 0
+
+    def note(self) -> str | None:
+        if not self.halts_at_once:
+            return None
+        return (
+            "host: cpuidle driver haltpoll with guest_halt_poll_ns = 0, so an idle vCPU halts "
+            "at once and every wake-up (two per PostgreSQL round trip at c = 1) is a full halt "
+            'and resume; c = 1 figures carry it (README, "Latency at low concurrency on '
+            'virtual machines")'
+        )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None

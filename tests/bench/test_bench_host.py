@@ -1,0 +1,62 @@
+"""The host description every benchmark table carries (``bench/host.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.host import IdleState, cpu_name
+from bench.report import Report
+
+CPUINFO = "processor\t: 0\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\nflags\t: fpu\n"
+
+
+def test_cpu_name_carries_family_and_model() -> None:
+    assert cpu_name(CPUINFO) == "AMD EPYC (family 26, model 2)"
+    assert cpu_name("model name\t: Some CPU\n") == "Some CPU"
+    assert cpu_name("") == "?"
+
+
+def _sysfs(root: Path, driver: str | None, poll: str | None) -> Path:
+    if driver is not None:
+        d = root / "devices/system/cpu/cpuidle"
+        d.mkdir(parents=True)
+        (d / "current_driver").write_text(driver + "\n")
+    if poll is not None:
+        m = root / "module/haltpoll/parameters"
+        m.mkdir(parents=True)
+        (m / "guest_halt_poll_ns").write_text(poll + "\n")
+    return root
+
+
+def test_haltpoll_without_polling_is_named_and_noted(tmp_path: Path) -> None:
+    idle = IdleState.read(_sysfs(tmp_path, "haltpoll", "0"))
+    assert idle == IdleState(driver="haltpoll", halt_poll_ns=0)
+    assert idle.describe() == "cpuidle driver haltpoll, guest_halt_poll_ns 0"
+    assert idle.halts_at_once
+    note = idle.note()
+    assert note is not None and "guest_halt_poll_ns = 0" in note
+
+
+def test_polling_hosts_and_hosts_without_a_driver_get_no_note(tmp_path: Path) -> None:
+    polling = IdleState.read(_sysfs(tmp_path / "a", "haltpoll", "200000"))
+    assert not polling.halts_at_once and polling.note() is None
+    no_driver = IdleState.read(_sysfs(tmp_path / "b", "none", "200000"))
+    assert no_driver == IdleState(driver=None, halt_poll_ns=200000)
+    assert no_driver.describe() == "no cpuidle driver, guest_halt_poll_ns 200000"
+    assert no_driver.note() is None
+    bare_metal = IdleState.read(_sysfs(tmp_path / "c", "intel_idle", None))
+    assert bare_metal.describe() == "cpuidle driver intel_idle" and bare_metal.note() is None
+    nothing = IdleState.read(tmp_path / "missing")
+    assert nothing == IdleState(driver=None, halt_poll_ns=None)
+    assert nothing.describe() == "no cpuidle driver"
+
+
+def test_markdown_header_names_the_idle_state(tmp_path: Path) -> None:
+    machine = {"cpu": "x", "cores": 2, "postgres": "15", "idle": "no cpuidle driver"}
+    report = Report(profile="quick", loadgen="wrk", machine=machine)
+    report.write(tmp_path)
+    header = (tmp_path / "latest.md").read_text().splitlines()[0]
+    assert "PostgreSQL 15, no cpuidle driver; run" in header
+    old = Report(profile="quick", loadgen="wrk", machine={"cpu": "x", "postgres": "15"})
+    old.write(tmp_path / "old")
+    assert "PostgreSQL 15; run" in (tmp_path / "old" / "latest.md").read_text()
