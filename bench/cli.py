@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         else ("bench.pyload (multi-process Python client)")
     )
     report = Report(profile=profile.name, loadgen=tool_label)
-    report.machine = machine_info(pg.server_version(), tool_label)
-    idle_note = IdleState.read().note()
+    idle = IdleState.read()
+    report.machine = machine_info(pg.server_version(), tool_label, idle)
+    idle_note = idle.note()
     if idle_note is not None:
         report.note(idle_note)
     print(f"bench: profile {profile.name}, load generator {tool_label}")

@@ -1,13 +1,13 @@
 """What of the host a benchmark table must name besides its CPU's name: the CPU's family and
-model (``AMD EPYC`` is every generation from Zen 1 to Zen 5 on these guests) and how an idle
-virtual CPU waits.
+model (these guests report ``AMD EPYC`` whatever the generation) and how an idle virtual CPU
+waits.
 
 The second decides c = 1 more than any code here (README, "Latency at low concurrency on
 virtual machines"): with the ``haltpoll`` cpuidle driver and ``guest_halt_poll_ns`` = 0 an
 idle vCPU halts at once, so a request that waits for PostgreSQL pays a full halt and resume on
 each side of the round trip; the same host with 200 µs of polling answered the edge's GetTask
-1.57x faster at c = 1 (round twelve). Both are read from ``/proc`` and ``/sys`` so each run's
-table says which kind of host it came from.
+1.58x faster at c = 1 (round twelve, paired rounds). Both are read from ``/proc`` and ``/sys``
+so each run's table says which kind of host it came from.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def _num(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def machine_info(pg_version: str, loadgen: str) -> dict[str, Any]:
+def machine_info(pg_version: str, loadgen: str, idle: IdleState) -> dict[str, Any]:
     try:
         cpu = cpu_name(Path("/proc/cpuinfo").read_text())
     except OSError:
@@ -224,7 +224,7 @@ def machine_info(pg_version: str, loadgen: str) -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "postgres": pg_version,
-        "idle": IdleState.read().describe(),
+        "idle": idle.describe(),
         "loadgen": loadgen,
         "wrk": wrk,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
