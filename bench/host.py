@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def cpu_name(cpuinfo: str) -> str:
-    """``model name`` with the family and model numbers, e.g. ``AMD EPYC (family 26, model 2)``."""
-    name = _field(cpuinfo, "model name") or "?"
+def cpu_name(cpuinfo: str, fallback: str = "?") -> str:
+    """``model name`` with the family and model numbers, e.g. ``AMD EPYC (family 26, model 2)``;
+    ``fallback`` where the kernel gives no model name (as on some ARM hosts)."""
+    name = _field(cpuinfo, "model name") or fallback
     family, model = _field(cpuinfo, "cpu family"), _field(cpuinfo, "model")
     if family and model:
         return f"{name} (family {family}, model {model})"

@@ -194,10 +194,11 @@ def _num(value: float | None) -> str:
 
 
 def machine_info(pg_version: str, loadgen: str, idle: IdleState) -> dict[str, Any]:
+    fallback = platform.processor() or "?"
     try:
-        cpu = cpu_name(Path("/proc/cpuinfo").read_text())
+        cpu = cpu_name(Path("/proc/cpuinfo").read_text(), fallback)
     except OSError:
-        cpu = platform.processor() or "?"
+        cpu = fallback
     mem_gib: float | str = "?"
     try:
         kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))  # type: ignore[union-attr]

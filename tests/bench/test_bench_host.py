@@ -14,6 +14,7 @@ def test_cpu_name_carries_family_and_model() -> None:
     assert cpu_name(CPUINFO) == "AMD EPYC (family 26, model 2)"
     assert cpu_name("model name\t: Some CPU\n") == "Some CPU"
     assert cpu_name("") == "?"
+    assert cpu_name("processor\t: 0\nBogoMIPS\t: 50.00\n", "aarch64") == "aarch64"
 
 
 def _sysfs(root: Path, driver: str | None, poll: str | None) -> Path:
