@@ -2,12 +2,14 @@
 model (these guests report ``AMD EPYC`` whatever the generation) and how an idle virtual CPU
 waits.
 
-The second decides c = 1 more than any code here (README, "Latency at low concurrency on
-virtual machines"): with the ``haltpoll`` cpuidle driver and ``guest_halt_poll_ns`` = 0 an
-idle vCPU halts at once, so a request that waits for PostgreSQL pays a full halt and resume on
-each side of the round trip; the same host with 200 µs of polling answered the edge's GetTask
-1.58x faster at c = 1 (round twelve, paired rounds). Both are read from ``/proc`` and ``/sys``
-so each run's table says which kind of host it came from.
+On one host the second decided c = 1 more than any code here (README, "Latency at low
+concurrency on virtual machines"): with the ``haltpoll`` cpuidle driver and
+``guest_halt_poll_ns`` = 0 an idle vCPU halts at once, so a request that waits for PostgreSQL
+pays a full halt and resume on each side of the round trip; the same host with 200 µs of
+polling answered the edge's GetTask 1.58x faster at c = 1 (round twelve, paired rounds). With
+no cpuidle driver the guest halts at once too and the parameter is not read; what a halt
+costs there is the host's business (KVM can poll on its side), invisible from here. Both are
+read from ``/proc`` and ``/sys`` so each run's table says which kind of host it came from.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class IdleState:
         driver = f"cpuidle driver {self.driver}" if self.driver else "no cpuidle driver"
         if self.halt_poll_ns is None:
             return driver
+        if self.driver != "haltpoll":
+            # Only the haltpoll governor reads the parameter, and it runs with the
+            # cpuidle-haltpoll driver (kernel docs, "Guest halt polling"); elsewhere the
+            # module is built in and its default value means nothing.
+            return f"{driver} (guest_halt_poll_ns {self.halt_poll_ns} unused without haltpoll)"
         return f"{driver}, guest_halt_poll_ns {self.halt_poll_ns}"
 
     @property

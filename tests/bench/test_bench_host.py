@@ -43,7 +43,10 @@ def test_polling_hosts_and_hosts_without_a_driver_get_no_note(tmp_path: Path) ->
     assert not polling.halts_at_once and polling.note() is None
     no_driver = IdleState.read(_sysfs(tmp_path / "b", "none", "200000"))
     assert no_driver == IdleState(driver=None, halt_poll_ns=200000)
-    assert no_driver.describe() == "no cpuidle driver, guest_halt_poll_ns 200000"
+    # The parameter is read only with the haltpoll driver: the line must not suggest polling.
+    assert no_driver.describe() == (
+        "no cpuidle driver (guest_halt_poll_ns 200000 unused without haltpoll)"
+    )
     assert no_driver.note() is None
     bare_metal = IdleState.read(_sysfs(tmp_path / "c", "intel_idle", None))
     assert bare_metal.describe() == "cpuidle driver intel_idle" and bare_metal.note() is None
