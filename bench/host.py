@@ -1,6 +1,6 @@
 """What of the host a benchmark table must name besides its CPU's name: the CPU's family and
-model (these guests report ``AMD EPYC`` whatever the generation) and how an idle virtual CPU
-waits.
+model (these guests report a generic name, ``AMD EPYC`` or ``Intel(R) Xeon(R) Processor``,
+whatever the generation) and how an idle virtual CPU waits.
 
 On one host the second decided c = 1 more than any code here (README, "Latency at low
 concurrency on virtual machines"): with the ``haltpoll`` cpuidle driver and
