@@ -57,18 +57,20 @@ class IdleState:
             return driver
         if self.driver != "haltpoll":
             # Only the haltpoll governor reads the parameter, and it runs with the
-            # cpuidle-haltpoll driver (kernel docs, "Guest halt polling"); elsewhere the
-            # module is built in and its default value means nothing.
+            # cpuidle-haltpoll driver (kernel docs, "Guest halt polling"); under any other
+            # driver, or none, the value is inert however it is set.
             return f"{driver} (guest_halt_poll_ns {self.halt_poll_ns} unused without haltpoll)"
         return f"{driver}, guest_halt_poll_ns {self.halt_poll_ns}"
 
     @property
-    def halts_at_once(self) -> bool:
-        """The haltpoll driver with polling off: every idle wake-up is a full halt."""
+    def polling_off(self) -> bool:
+        """The haltpoll driver with its polling set to 0: a setting of the guest's own that
+        makes every idle wake-up a full halt (without a driver the guest halts too, but has
+        no such setting to change)."""
         return self.driver == "haltpoll" and self.halt_poll_ns == 0
 
     def note(self) -> str | None:
-        if not self.halts_at_once:
+        if not self.polling_off:
             return None
         return (
             "host: cpuidle driver haltpoll with guest_halt_poll_ns = 0, so an idle vCPU halts "

@@ -33,14 +33,14 @@ def test_haltpoll_without_polling_is_named_and_noted(tmp_path: Path) -> None:
     idle = IdleState.read(_sysfs(tmp_path, "haltpoll", "0"))
     assert idle == IdleState(driver="haltpoll", halt_poll_ns=0)
     assert idle.describe() == "cpuidle driver haltpoll, guest_halt_poll_ns 0"
-    assert idle.halts_at_once
+    assert idle.polling_off
     note = idle.note()
     assert note is not None and "guest_halt_poll_ns = 0" in note
 
 
 def test_polling_hosts_and_hosts_without_a_driver_get_no_note(tmp_path: Path) -> None:
     polling = IdleState.read(_sysfs(tmp_path / "a", "haltpoll", "200000"))
-    assert not polling.halts_at_once and polling.note() is None
+    assert not polling.polling_off and polling.note() is None
     no_driver = IdleState.read(_sysfs(tmp_path / "b", "none", "200000"))
     assert no_driver == IdleState(driver=None, halt_poll_ns=200000)
     # The parameter is read only with the haltpoll driver: the line must not suggest polling.
