@@ -48,6 +48,11 @@ def test_polling_hosts_and_hosts_without_a_driver_get_no_note(tmp_path: Path) ->
         "no cpuidle driver (guest_halt_poll_ns 200000 unused without haltpoll)"
     )
     assert no_driver.note() is None
+    other = IdleState.read(_sysfs(tmp_path / "d", "acpi_idle", "200000"))
+    assert other.describe() == (
+        "cpuidle driver acpi_idle (guest_halt_poll_ns 200000 unused without haltpoll)"
+    )
+    assert not other.polling_off and other.note() is None
     bare_metal = IdleState.read(_sysfs(tmp_path / "c", "intel_idle", None))
     assert bare_metal.describe() == "cpuidle driver intel_idle" and bare_metal.note() is None
     nothing = IdleState.read(tmp_path / "missing")
