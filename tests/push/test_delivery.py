@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -283,7 +284,11 @@ async def test_cancel_while_a_push_is_on_the_wire_stops_the_rest(rig: PushRig) -
         await rig.queue("t1", key)
     rig.rx.fault = hang(0.5, times=1)  # the first attempt is held on the wire
     await rig.start()
-    await rig.wait_rows(lambda rs: rs[0].lease_owner is not None)
+    # Wait for the request itself, not only the claim: a cancel that lands between the claim
+    # and the send is caught by the re-check before sending, and nothing goes on the wire.
+    async with asyncio.timeout(10):
+        while rig.rx.max_concurrent_per_path < 1:
+            await asyncio.sleep(0.005)
     async with rig.db.transaction() as s:
         await cancel_undelivered(s, scope=SCOPE, task_id="t1")
     await rig.rx.wait_count(1)  # the held attempt completes...
