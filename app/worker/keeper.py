@@ -63,6 +63,8 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._owner_loop: asyncio.AbstractEventLoop | None = None
+        # The keeper's loop and the event that ends its sleep early, set together by its thread.
+        self._waker: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
 
     # --- called on the worker's loop --------------------------------------------------------
 
@@ -85,8 +87,15 @@ class LeaseKeeper:
         self._thread.start()
 
     async def stop(self) -> None:
-        """End the thread after its current tick (never in the middle of a database call)."""
+        """End the thread at once when it sleeps, else after its current tick (never in the
+        middle of a database call). Waiting out the sleep held every shutdown for up to a
+        tick (``poll_seconds``, 1 s by default)."""
         self._stop.set()
+        waker = self._waker
+        if waker is not None:
+            loop, wake = waker
+            with contextlib.suppress(RuntimeError):  # the keeper's loop already closed
+                loop.call_soon_threadsafe(wake.set)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 15.0)
             self._thread = None
@@ -94,17 +103,25 @@ class LeaseKeeper:
     # --- the keeper's own thread ------------------------------------------------------------
 
     async def _main(self) -> None:
+        wake = asyncio.Event()
+        # Published before the first check of ``_stop``: a stop that finds no waker yet is
+        # seen by that check, one that finds it ends the sleep.
+        self._waker = (asyncio.get_running_loop(), wake)
         db = Database(self._url, pool_size=1)
         try:
-            await self._loop(db)
+            await self._loop(db, wake)
         finally:
+            self._waker = None
             await db.dispose()
 
-    async def _loop(self, db: Database) -> None:
+    async def _loop(self, db: Database, wake: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_extend = loop.time() + self._extend_every
         while not self._stop.is_set():
-            await asyncio.sleep(max(0.0, min(self._tick, next_extend - loop.time())))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    wake.wait(), max(0.0, min(self._tick, next_extend - loop.time()))
+                )
             if self._stop.is_set():
                 return
             try:
