@@ -60,8 +60,7 @@ class Ctx:
         if self._template_db is None:
             template = self.dbs.create("template")
             self.edge.migrate(template)
-            for tenant in (TENANT, GROWTH_TENANT):
-                self.edge.add_tenant(template, tenant)
+            self.edge.add_tenants(template, [TENANT, GROWTH_TENANT])
             self._template_db = template
         return self.dbs.create(role, template=self._template_db)
 

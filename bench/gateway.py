@@ -87,7 +87,10 @@ class BenchGateway:
         minted_at = time.time()
         owners = [identities[k % len(identities)] for k in range(size)]
         raw = self.kit.key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        chunks = [owners[i : i + 5000] for i in range(0, size, 5000)]
+        # Two chunks at least, so both processes of the pool mint (a quick run's pool is one
+        # 5,000-token chunk otherwise).
+        step = max(1, min(5000, -(-size // 2)))
+        chunks = [owners[i : i + step] for i in range(0, size, step)]
         with ProcessPoolExecutor(max_workers=2) as pool:
             futures = [
                 pool.submit(

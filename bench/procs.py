@@ -171,9 +171,35 @@ def wait_ready(proc: Proc, path: str = "/livez", timeout: float = 60.0) -> None:
 
 
 def run_checked(argv: list[str], *, env: dict[str, str], what: str) -> str:
-    done = subprocess.run(
-        argv, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    return done.stdout
+    return run_all_checked([(argv, what)], env=env)[0]
+
+
+def run_all_checked(commands: list[tuple[list[str], str]], *, env: dict[str, str]) -> list[str]:
+    """Independent commands side by side (each ``(argv, what)``); their outputs in order.
+
+    A command line of the edge spends most of its ~1.5 s importing (bench/README), so two at
+    once on two cores take about as long as one."""
+    running = [
+        (
+            subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env={**os.environ, **env},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            what,
+        )
+        for argv, what in commands
+    ]
+    outputs: list[str] = []
+    failures: list[str] = []
+    for popen, what in running:
+        out, err = popen.communicate()
+        outputs.append(out)
+        if popen.returncode != 0:
+            failures.append(f"{what} failed ({popen.returncode}): {err.strip()[-2000:]}")
+    if failures:
+        raise RuntimeError("\n".join(failures))
+    return outputs

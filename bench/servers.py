@@ -47,20 +47,26 @@ class EdgeConfig:
             what="looping-edge migrate",
         )
 
-    def add_tenant(self, database: str, tenant: str, agent: str = "echo") -> None:
-        procs.run_checked(
+    def add_tenants(self, database: str, tenants: list[str], agent: str = "echo") -> None:
+        """``looping-edge tenants add`` for each tenant, the commands side by side."""
+        procs.run_all_checked(
             [
-                str(VENV_BIN / "looping-edge"),
-                "tenants",
-                "add",
-                tenant,
-                "--manifest",
-                str(MANIFEST),
-                "--agent",
-                agent,
+                (
+                    [
+                        str(VENV_BIN / "looping-edge"),
+                        "tenants",
+                        "add",
+                        tenant,
+                        "--manifest",
+                        str(MANIFEST),
+                        "--agent",
+                        agent,
+                    ],
+                    f"looping-edge tenants add {tenant}",
+                )
+                for tenant in tenants
             ],
             env=self.env(database),
-            what=f"looping-edge tenants add {tenant}",
         )
 
     def serve(
