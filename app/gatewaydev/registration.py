@@ -174,25 +174,9 @@ async def register(
     endpoint = jsonrpc_endpoint(stub, origin)
     tenant_card = None
     if tenant is not None and kit is not None:
-        result = await rpc(
-            client,
-            kit,
-            endpoint,
-            "GetExtendedAgentCard",
-            {},
-            tenant=tenant,
-            identity=identity or {"key": "dev-user"},
+        tenant_card = await _tenant_card(
+            client, kit, endpoint, tenant, identity or {"key": "dev-user"}, key=key, pin=seen
         )
-        if not isinstance(result, dict):
-            raise RegistrationError("GetExtendedAgentCard: the result is not a card")
-        try:
-            verify_card(result, key=key, pin=seen)
-        except VerificationError as exc:
-            raise RegistrationError(f"tenant card: {exc}") from None
-        interfaces = result.get("supportedInterfaces") or [{}]
-        if not isinstance(interfaces[0], dict) or interfaces[0].get("tenant") != tenant:
-            raise RegistrationError(f"tenant card: its interface does not name tenant '{tenant}'")
-        tenant_card = result
     return Registration(
         edge_origin=origin,
         endpoint=endpoint,
@@ -202,3 +186,29 @@ async def register(
         stub_card=stub,
         tenant_card=tenant_card,
     )
+
+
+async def _tenant_card(
+    client: httpx.AsyncClient,
+    kit: GatewayKit,
+    endpoint: str,
+    tenant: str,
+    identity: dict[str, Any],
+    *,
+    key: Ed25519VerificationKey,
+    pin: Pin,
+) -> dict[str, Any]:
+    """The tenant's signed card (``GetExtendedAgentCard``), verified with the stub card's key."""
+    result = await rpc(
+        client, kit, endpoint, "GetExtendedAgentCard", {}, tenant=tenant, identity=identity
+    )
+    if not isinstance(result, dict):
+        raise RegistrationError("GetExtendedAgentCard: the result is not a card")
+    try:
+        verify_card(result, key=key, pin=pin)
+    except VerificationError as exc:
+        raise RegistrationError(f"tenant card: {exc}") from None
+    interfaces = result.get("supportedInterfaces") or [{}]
+    if not isinstance(interfaces[0], dict) or interfaces[0].get("tenant") != tenant:
+        raise RegistrationError(f"tenant card: its interface does not name tenant '{tenant}'")
+    return result

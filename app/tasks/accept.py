@@ -202,16 +202,7 @@ class Acceptor:
         )
         if _rowcount(resumed) != 1:
             current = await load_task(session, scope, task.id)
-            state = current.state if current is not None else task.state
-            if states.is_terminal(state):
-                raise UnsupportedOperation(
-                    f"task '{task.id}' is in terminal state {state} and cannot be continued",
-                    reason="task_terminal",
-                )
-            raise UnsupportedOperation(
-                f"task '{task.id}' is not waiting for input (state {state})",
-                reason="task_not_interrupted",
-            )
+            raise _not_resumable(task.id, current.state if current is not None else task.state)
         await self._record_message(session, scope, request, task.id, task.context_id)
         await self._ensure_actor(session, scope)
         await session.refresh(task)
@@ -316,3 +307,16 @@ def _turn_payload(request: SendRequest, task_id: str, turn: _TurnSpec) -> dict[s
 
 def _rowcount(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _not_resumable(task_id: str, state: str) -> UnsupportedOperation:
+    """Why a message for a task that is not waiting for input is refused (A2A §3.1.1)."""
+    if states.is_terminal(state):
+        return UnsupportedOperation(
+            f"task '{task_id}' is in terminal state {state} and cannot be continued",
+            reason="task_terminal",
+        )
+    return UnsupportedOperation(
+        f"task '{task_id}' is not waiting for input (state {state})",
+        reason="task_not_interrupted",
+    )

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from app.db.engine import Database
 from app.tasks import states
 from app.worker.lease import Lease, extend, task_states
-from app.worker.runner import TurnWatch
+from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
 

@@ -23,25 +23,15 @@ the drain runs next.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import enum
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.agents.contract import (
-    Agent,
-    AgentFailure,
-    AgentQuestion,
-    AgentReply,
-    TurnContext,
-    TurnStopped,
-    first_text,
-)
+from app.agents.contract import TurnContext, TurnStopped, first_text
 from app.agents.registry import AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
 from app.errors import TaskNotFound
@@ -54,8 +44,10 @@ from app.tasks.outcome import TurnOutcome
 from app.tasks.turn_writes_pg import Finished, KnownTask, SettleTurn
 from app.tenants.registry import TenantRecord
 from app.worker import mailbox, turn_start
+from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of
 from app.worker.lease import Lease, still_held
 from app.worker.mailbox import QueuedTurn
+from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
 
@@ -112,47 +104,6 @@ class Step:
 
 
 STOP = Step(Verdict.STOP)
-
-
-@dataclass
-class TurnWatch:
-    """The handle the lease keeper and the shutdown path use to stop a running turn.
-
-    ``stop`` is the agent's cancellation signal (``TurnContext.cancelled``), set for any
-    reason; the flags say which one, because the runner's next move depends on it.
-    """
-
-    scope: CallerScope
-    task_id: str
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    canceled: bool = False  # the task was canceled (CancelTask)
-    lost: bool = False  # the lease was taken over: touch nothing
-    shutdown: bool = False  # this process is stopping: give the turn back
-    agent_task: asyncio.Task[Any] | None = None
-
-    def stop_agent(self, reason: str) -> None:
-        if reason == "canceled":
-            self.canceled = True
-        elif reason == "lost":
-            self.lost = True
-        elif reason == "shutdown":
-            self.shutdown = True
-        self.stop.set()
-        if self.agent_task is not None and not self.agent_task.done():
-            self.agent_task.cancel()
-
-    @property
-    def interrupted(self) -> bool:
-        return self.stop.is_set()
-
-
-class _Crash(Exception):
-    """The agent failed (exception, timeout or an invalid result); ``category`` goes to
-    ``turns.last_error`` (never the exception text)."""
-
-    def __init__(self, category: str) -> None:
-        super().__init__(category)
-        self.category = category
 
 
 def backoff_seconds(settings: Settings, attempt: int) -> float:
@@ -221,8 +172,13 @@ class _TurnRun:
         if not self.marked and not await self._mark_working():
             return await self._refused()
         try:
-            outcome = await self._call_agent(agent, snapshot, tenant)
-        except _Crash as crash:
+            outcome = await call_agent(
+                agent,
+                self._context(snapshot, tenant),
+                self.watch,
+                seconds=self.r.settings.turn_timeout_seconds,
+            )
+        except AgentCrash as crash:
             return await self._crashed(crash.category)
         except TurnStopped:
             return await self._stopped()
@@ -237,48 +193,13 @@ class _TurnRun:
             return None  # purged by retention, or never committed: nothing to run
         return snap
 
-    async def _call_agent(
-        self, agent: Agent, snapshot: Snapshot, tenant: TenantRecord
-    ) -> TurnOutcome:
-        ctx = self._context(snapshot, tenant)
-        task = asyncio.create_task(agent.run(ctx), name=f"agent:{self.turn.task_id}")
-        self.watch.agent_task = task
-        try:
-            done, _ = await asyncio.wait({task}, timeout=self.r.settings.turn_timeout_seconds)
-        except asyncio.CancelledError:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            raise
-        finally:
-            self.watch.agent_task = None
-        if not done:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            if self.watch.interrupted:
-                raise TurnStopped
-            raise _Crash(mailbox.ERROR_TIMEOUT)
-        if task.cancelled() or self.watch.interrupted:
-            raise TurnStopped  # whatever the agent produced after the stop signal is dropped
-        exc = task.exception()
-        if isinstance(exc, TurnStopped):
-            raise TurnStopped
-        if exc is not None:
-            log.warning(
-                "turn.agent_error",
-                extra={"task_id": self.turn.task_id, "outcome": type(exc).__name__},
-            )
-            raise _Crash(mailbox.ERROR_AGENT)
-        return _outcome(task.result())
-
     def _context(self, snapshot: Snapshot, tenant: TenantRecord) -> TurnContext:
-        message = _message_of(self.turn.payload)
+        message = message_of(self.turn.payload)
         task_doc = snapshot.task
         return TurnContext(
             tenant=self.scope.tenant,
             identity_key=self.scope.identity,
-            identity=_identity_of(self.turn.payload),
+            identity=identity_of(self.turn.payload),
             task_id=self.turn.task_id,
             context_id=str(task_doc.get("contextId") or message.get("contextId") or ""),
             kind=self.turn.kind,
@@ -414,23 +335,6 @@ class _TurnRun:
         return Step(Verdict.NEXT, settled.next_turn)
 
 
-def _outcome(result: object) -> TurnOutcome:
-    if isinstance(result, AgentReply):
-        return TurnOutcome(
-            state=states.COMPLETED,
-            text=result.text,
-            parts=tuple(result.parts),
-            artifacts=tuple(result.artifacts),
-        )
-    if isinstance(result, AgentFailure):
-        return TurnOutcome(state=states.FAILED, text=result.text)
-    if isinstance(result, AgentQuestion):
-        state = states.AUTH_REQUIRED if result.auth else states.INPUT_REQUIRED
-        return TurnOutcome(state=state, text=result.text)
-    log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
-    raise _Crash(mailbox.ERROR_AGENT)
-
-
 def _result_label(state: str) -> str:
     return {
         states.COMPLETED: "completed",
@@ -439,16 +343,6 @@ def _result_label(state: str) -> str:
         states.INPUT_REQUIRED: "input_required",
         states.AUTH_REQUIRED: "input_required",
     }.get(state, "completed")
-
-
-def _message_of(payload: Mapping[str, Any]) -> dict[str, Any]:
-    message = payload.get("message")
-    return dict(message) if isinstance(message, Mapping) else dict(payload)
-
-
-def _identity_of(payload: Mapping[str, Any]) -> dict[str, Any]:
-    identity = payload.get("identity")
-    return dict(identity) if isinstance(identity, Mapping) else {}
 
 
 def _already_answered(snapshot: Snapshot, turn: QueuedTurn) -> bool:

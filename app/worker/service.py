@@ -32,9 +32,10 @@ from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
 from app.worker.lease import Lease, release
 from app.worker.listener import TurnListener
-from app.worker.runner import TurnRunner, TurnWatch, Verdict, backoff_seconds
+from app.worker.runner import TurnRunner, Verdict, backoff_seconds
 from app.worker.single import SqliteWorkerLock
 from app.worker.wakeup import Wakeup
+from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
 
