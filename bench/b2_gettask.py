@@ -103,76 +103,112 @@ def run(ctx: Ctx) -> None:
         db, TENANT, hot_identity(0), hot_task(TENANT, 0, 0), seconds=ctx.profile.roundtrip_seconds
     )
     for workers in ctx.profile.server_workers:
-        # The three servers run side by side and take turns under load (Ctx.load_interleaved).
-        with contextlib.ExitStack() as stack:
-            edge = stack.enter_context(
-                ctx.running(
-                    ctx.edge.serve(
-                        f"edge-get-w{workers}", db, ctx.run_dir, workers=workers, wait=False
-                    )
-                )
-            )
-            sdk = stack.enter_context(
-                ctx.running(
-                    sdk_server(f"sdk-w{workers}", ctx.run_dir, sdk_db, workers=workers, wait=False)
-                )
-            )
-            bare = stack.enter_context(
-                ctx.running(
-                    uvicorn_server(
-                        f"bare-w{workers}",
-                        "bench.bare_server:app",
-                        ctx.run_dir,
-                        workers=workers,
-                        wait=False,
-                    )
-                )
-            )
-            for proc in (edge, sdk, bare):  # started side by side, then each awaited
-                procs.wait_ready(proc)
-            method = edge_method(ctx, edge, tokens[0])
-            targets = {
-                "edge": (
-                    edge,
-                    ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens))),
-                ),
-                "sdk": (sdk, ctx.pool_file("sdk-get", sdk_tokens, sdk_bodies)),
-                "bare": (bare, ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])),
-            }
-            for proc, pool in targets.values():
-                ctx.warm(proc, pool)
-            measured = ctx.load_interleaved(targets)
+        method, measured = _measure(
+            ctx,
+            workers,
+            db=db,
+            sdk_db=sdk_db,
+            tokens=tokens,
+            sdk_tokens=sdk_tokens,
+            sdk_bodies=sdk_bodies,
+        )
         name = NAME if method == "GetTask" else f"{NAME} (stand-in {method})"
-        for c in ctx.profile.concurrencies:
-            tag = f"{workers}p c{c}"
-            e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
-            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, SDK_GOAL))
-            ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, BARE_GOAL))
-            for note in (binding_goal_note(tag, s.rps, b.rps), round_spread_note(tag, e, s, b)):
-                if note is not None:
-                    ctx.report.note(f"{name} {note}")
-            ctx.report.add(
-                latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None)
+        _add_rows(ctx, name, workers, measured)
+    _add_round_trip_rows(ctx, name, trips)
+
+
+def _start_servers(
+    ctx: Ctx, stack: contextlib.ExitStack[bool | None], workers: int, db: str, sdk_db: str
+) -> tuple[Proc, Proc, Proc]:
+    """The edge, the a2a-sdk and the bare server at ``workers`` processes each, ready; each is
+    stopped when ``stack`` closes."""
+    edge = stack.enter_context(
+        ctx.running(
+            ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers, wait=False)
+        )
+    )
+    sdk = stack.enter_context(
+        ctx.running(sdk_server(f"sdk-w{workers}", ctx.run_dir, sdk_db, workers=workers, wait=False))
+    )
+    bare = stack.enter_context(
+        ctx.running(
+            uvicorn_server(
+                f"bare-w{workers}",
+                "bench.bare_server:app",
+                ctx.run_dir,
+                workers=workers,
+                wait=False,
             )
+        )
+    )
+    for proc in (edge, sdk, bare):  # started side by side, then each awaited
+        procs.wait_ready(proc)
+    return edge, sdk, bare
+
+
+def _measure(
+    ctx: Ctx,
+    workers: int,
+    *,
+    db: str,
+    sdk_db: str,
+    tokens: list[str],
+    sdk_tokens: list[str],
+    sdk_bodies: list[str],
+) -> tuple[str, dict[str, dict[int, HttpResult]]]:
+    """The edge's method and every server's results at every concurrency, ``workers``
+    processes each."""
+    # The three servers run side by side and take turns under load (Ctx.load_interleaved).
+    with contextlib.ExitStack() as stack:
+        edge, sdk, bare = _start_servers(ctx, stack, workers, db, sdk_db)
+        method = edge_method(ctx, edge, tokens[0])
+        targets = {
+            "edge": (
+                edge,
+                ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens))),
+            ),
+            "sdk": (sdk, ctx.pool_file("sdk-get", sdk_tokens, sdk_bodies)),
+            "bare": (bare, ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])),
+        }
+        for proc, pool in targets.values():
+            ctx.warm(proc, pool)
+        measured = ctx.load_interleaved(targets)
+    return method, measured
+
+
+def _add_rows(
+    ctx: Ctx, name: str, workers: int, measured: dict[str, dict[int, HttpResult]]
+) -> None:
+    """Rate, latency and CPU rows (and notes) of every concurrency at ``workers`` processes."""
+    for c in ctx.profile.concurrencies:
+        tag = f"{workers}p c{c}"
+        e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
+        ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, SDK_GOAL))
+        ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, BARE_GOAL))
+        for note in (binding_goal_note(tag, s.rps, b.rps), round_spread_note(tag, e, s, b)):
+            if note is not None:
+                ctx.report.note(f"{name} {note}")
+        ctx.report.add(latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None))
+        ctx.report.add(latency_row(name, f"p99 {tag}", e.p99_ms, "ms", "a2a-sdk", s.p99_ms, None))
+        _add_cpu_rows(ctx, name, tag, e, s, b)
+
+
+def _add_cpu_rows(
+    ctx: Ctx, name: str, tag: str, e: HttpResult, s: HttpResult, b: HttpResult
+) -> None:
+    # At c = 1 each server is busy most of the wall time (bench/README), so its CPU
+    # per request is what its latency is made of.
+    if e.cpu_us_per_request and s.cpu_us_per_request and b.cpu_us_per_request:
+        metric = f"server CPU per request {tag}"
+        for base, other in (("a2a-sdk", s), ("bare", b)):
             ctx.report.add(
-                latency_row(name, f"p99 {tag}", e.p99_ms, "ms", "a2a-sdk", s.p99_ms, None)
+                latency_row(
+                    name, metric, e.cpu_us_per_request, "µs", base, other.cpu_us_per_request, None
+                )
             )
-            # At c = 1 each server is busy most of the wall time (bench/README), so its CPU
-            # per request is what its latency is made of.
-            if e.cpu_us_per_request and s.cpu_us_per_request and b.cpu_us_per_request:
-                metric = f"server CPU per request {tag}"
-                for base, other in (("a2a-sdk", s), ("bare", b)):
-                    ctx.report.add(
-                        latency_row(
-                            name,
-                            metric,
-                            e.cpu_us_per_request,
-                            "µs",
-                            base,
-                            other.cpu_us_per_request,
-                            None,
-                        )
-                    )
+
+
+def _add_round_trip_rows(ctx: Ctx, name: str, trips: roundtrip.RoundTrips) -> None:
     # What c = 1 latency is made of besides CPU: the one statement the edge waits for.
     for metric, value in (
         ("PostgreSQL round trip c1, prepared SELECT 1", trips.select1_us),

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from bench import pg, procs
-from bench.config import FULL, QUICK
+from bench.config import FULL, QUICK, Profile
 from bench.context import Ctx
 from bench.gateway import BenchGateway
 from bench.host import IdleState
@@ -61,16 +61,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     selected = [b.strip() for b in args.only.split(",") if b.strip()] or list(BENCHMARKS)
+    profile = QUICK if args.quick else FULL
+    partial = args.quick or len(selected) < len(BENCHMARKS)
+    if not _arguments_ok(args, selected, partial):
+        return 2
+    tool, report = _new_report(profile, args.loadgen)
+    ctx = _new_context(profile, report, tool)
+    began = time.monotonic()
+    failed = _run_benchmarks(ctx, selected, keep=args.keep)
+    print(f"\n{report.table()}\n")
+    for note in report.notes:
+        print(f"note: {note}")
+    return _write_results(args, report, selected, partial=partial, failed=failed, began=began)
+
+
+def _arguments_ok(args: argparse.Namespace, selected: list[str], partial: bool) -> bool:
+    """Whether the selection can run; says why on stderr when it cannot."""
     unknown = [b for b in selected if b not in BENCHMARKS]
     if unknown:
         print(f"bench/run: unknown benchmark(s) {', '.join(unknown)}", file=sys.stderr)
-        return 2
-    profile = QUICK if args.quick else FULL
-    partial = args.quick or len(selected) < len(BENCHMARKS)
+        return False
     if args.merge and (args.quick or not partial):
         print("bench/run: --merge needs --only and the full length", file=sys.stderr)
-        return 2
-    tool = ensure_wrk(args.loadgen)
+        return False
+    return True
+
+
+def _new_report(profile: Profile, loadgen: str) -> tuple[str, Report]:
+    """The load generator to use and an empty report that describes the machine."""
+    tool = ensure_wrk(loadgen)
     tool_label = (
         "wrk (Debian package), Lua script bench/lua/pool.lua"
         if tool == "wrk"
@@ -87,14 +106,23 @@ def main(argv: list[str] | None = None) -> int:
         f"bench: {report.machine['cpu']}, {report.machine['cores']} cores; the load generator, "
         "the servers and PostgreSQL share these cores"
     )
+    return tool, report
+
+
+def _new_context(profile: Profile, report: Report, tool: str) -> Ctx:
+    """A scratch directory, the gateway (started) and the edge configuration, as one ``Ctx``."""
     run_dir = Path(tempfile.mkdtemp(prefix="looping-bench-"))
     gateway = BenchGateway()
     gateway.start()
     receiver_port = procs.free_port()
     edge = EdgeConfig(gateway_origins=[gateway.origin, f"http://127.0.0.1:{receiver_port}"])
-    ctx = Ctx(profile, report, tool, run_dir, gateway, edge, receiver_port)
+    return Ctx(profile, report, tool, run_dir, gateway, edge, receiver_port)
+
+
+def _run_benchmarks(ctx: Ctx, selected: list[str], *, keep: bool) -> list[str]:
+    """Run each selected benchmark in turn, then stop and clean up everything; the numbers of
+    the benchmarks that failed."""
     failed: list[str] = []
-    began = time.monotonic()
     try:
         for number in selected:
             module = importlib.import_module(BENCHMARKS[number])
@@ -106,19 +134,29 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(number)
                 ctx.stop_all()
                 traceback.print_exc()
-                report.note(f"{module.NAME}: failed: {type(exc).__name__}: {exc}"[:400])
+                ctx.report.note(f"{module.NAME}: failed: {type(exc).__name__}: {exc}"[:400])
             print(f"   ({time.monotonic() - started:.1f}s)", flush=True)
     finally:
         ctx.stop_all()
-        gateway.stop()
-        if not args.keep:
+        ctx.gateway.stop()
+        if not keep:
             ctx.dbs.drop_all()
-            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(ctx.run_dir, ignore_errors=True)
         else:
-            print(f"bench: kept databases {ctx.dbs.created} and {run_dir}")
-    print(f"\n{report.table()}\n")
-    for note in report.notes:
-        print(f"note: {note}")
+            print(f"bench: kept databases {ctx.dbs.created} and {ctx.run_dir}")
+    return failed
+
+
+def _write_results(
+    args: argparse.Namespace,
+    report: Report,
+    selected: list[str],
+    *,
+    partial: bool,
+    failed: list[str],
+    began: float,
+) -> int:
+    """Write the report (and merge it into ``latest*`` with ``--merge``); the exit code."""
     out_dir = args.out or RESULTS
     stem = "partial" if partial and args.out is None else "latest"
     report.write(out_dir, stem)

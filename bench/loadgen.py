@@ -16,6 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "lua" / "pool.lua"
@@ -114,41 +115,9 @@ def run(
     salt: str = "s",
 ) -> HttpResult:
     if tool == "wrk":
-        # One wrk thread: wrk is cheap per request, and on two cores every thread we add takes
-        # CPU from the server being measured.
-        argv = [
-            "wrk",
-            "-t1",
-            f"-c{connections}",
-            f"-d{max(1, round(seconds))}s",  # wrk takes whole seconds only
-            "--timeout",
-            "10s",
-            "-s",
-            str(LUA),
-            f"http://127.0.0.1:{port}",
-            "--",
-            str(pool_file),
-            path,
-            salt,
-        ]
+        argv = _wrk_argv(port, pool_file, connections, seconds, path, salt)
     else:
-        argv = [
-            sys.executable,
-            "-m",
-            "bench.pyload",
-            "--port",
-            str(port),
-            "--file",
-            str(pool_file),
-            "--connections",
-            str(connections),
-            "--seconds",
-            str(seconds),
-            "--path",
-            path,
-            "--salt",
-            salt,
-        ]
+        argv = _pyload_argv(port, pool_file, connections, seconds, path, salt)
     done = subprocess.run(
         argv, capture_output=True, text=True, check=False, cwd=HERE.parent, timeout=seconds + 120
     )
@@ -160,6 +129,55 @@ def run(
     doc = json.loads(line.split(" ", 1)[1])
     if doc["bad"] and done.stderr:
         print("    " + done.stderr.strip().replace("\n", "\n    ")[:900])
+    return _http_result(tool, connections, doc)
+
+
+def _wrk_argv(
+    port: int, pool_file: Path, connections: int, seconds: float, path: str, salt: str
+) -> list[str]:
+    # One wrk thread: wrk is cheap per request, and on two cores every thread we add takes
+    # CPU from the server being measured.
+    return [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",  # wrk takes whole seconds only
+        "--timeout",
+        "10s",
+        "-s",
+        str(LUA),
+        f"http://127.0.0.1:{port}",
+        "--",
+        str(pool_file),
+        path,
+        salt,
+    ]
+
+
+def _pyload_argv(
+    port: int, pool_file: Path, connections: int, seconds: float, path: str, salt: str
+) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "bench.pyload",
+        "--port",
+        str(port),
+        "--file",
+        str(pool_file),
+        "--connections",
+        str(connections),
+        "--seconds",
+        str(seconds),
+        "--path",
+        path,
+        "--salt",
+        salt,
+    ]
+
+
+def _http_result(tool: str, connections: int, doc: dict[str, Any]) -> HttpResult:
+    """The result from the ``BENCH_JSON`` document both load generators print."""
     return HttpResult(
         tool=tool,
         connections=connections,

@@ -22,6 +22,7 @@ from bench.config import QUICK, TENANT
 from bench.context import Ctx, hot_identities
 from bench.gateway import BenchGateway
 from bench.loadgen import ensure_wrk
+from bench.procs import Proc
 from bench.report import Report
 from bench.seed import hot_task
 from bench.servers import EdgeConfig
@@ -51,16 +52,7 @@ def summarize(collapsed: Path, top: int = 40) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("target", choices=("gettask", "accept", "card"), default="gettask", nargs="?")
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--connections", type=int, default=16)
-    p.add_argument(
-        "--idle", action="store_true", help="sample idle threads too (latency at low concurrency)"
-    )
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--env", action="append", default=[], help="extra edge env NAME=VALUE")
-    args = p.parse_args()
+    args = _parse_args()
     tool = ensure_wrk("auto")
     run_dir = Path(tempfile.mkdtemp(prefix="looping-profile-"))
     gateway = BenchGateway()
@@ -71,58 +63,84 @@ def main() -> int:
     try:
         db = ctx.edge_database()
         tokens = ctx.edge_tokens(hot_identities())
-        if args.target == "gettask":
-            bodies = [
-                wire.get_task(TENANT, hot_task(TENANT, k % 10, k // 10)) for k in range(len(tokens))
-            ]
-        elif args.target == "card":
-            bodies = [wire.get_card(TENANT)]
-        else:
-            bodies = [wire.send_message(TENANT, gateway.origin + "/push")]
-        pool = ctx.pool_file("profile", tokens, bodies)
+        pool = ctx.pool_file("profile", tokens, _bodies(args.target, tokens, gateway))
         background = args.target != "accept"
         with ctx.running(
             ctx.edge.serve("edge-profile", db, run_dir, background=background, **extra)
         ) as proc:
-            ctx.warm(proc, pool)
-            out = args.out or run_dir / "profile.collapsed"
-            spy = subprocess.Popen(
-                [
-                    shutil.which("py-spy") or str(procs.VENV_BIN / "py-spy"),
-                    "record",
-                    "--pid",
-                    str(proc.pid),
-                    "--format",
-                    "raw",
-                    "--rate",
-                    "250",
-                    "--duration",
-                    str(int(args.seconds)),
-                    "--output",
-                    str(out),
-                    "--nonblocking",
-                    *(["--idle"] if args.idle else []),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            result: dict[str, object] = {}
-            t = threading.Thread(
-                target=lambda: result.update(r=ctx.load(proc, pool, args.connections, args.seconds))
-            )
-            t.start()
-            t.join()
-            spy.wait(60)
-            r = result["r"]
-            print(f"load: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, p99 {r.p99_ms:.2f} ms")  # type: ignore[attr-defined]
-            print(summarize(out))
-            print(f"\ncollapsed stacks: {out}")
+            _profile(ctx, proc, pool, args)
     finally:
         ctx.stop_all()
         gateway.stop()
         ctx.dbs.drop_all()
     return 0
+
+
+def _parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("target", choices=("gettask", "accept", "card"), default="gettask", nargs="?")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument(
+        "--idle", action="store_true", help="sample idle threads too (latency at low concurrency)"
+    )
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--env", action="append", default=[], help="extra edge env NAME=VALUE")
+    return p.parse_args()
+
+
+def _bodies(target: str, tokens: list[str], gateway: BenchGateway) -> list[str]:
+    """The request bodies of ``target``'s pool."""
+    if target == "gettask":
+        return [
+            wire.get_task(TENANT, hot_task(TENANT, k % 10, k // 10)) for k in range(len(tokens))
+        ]
+    if target == "card":
+        return [wire.get_card(TENANT)]
+    return [wire.send_message(TENANT, gateway.origin + "/push")]
+
+
+def _profile(ctx: Ctx, proc: Proc, pool: Path, args: argparse.Namespace) -> None:
+    """Warm ``proc``, sample it with py-spy under load, and print the load and the summary."""
+    ctx.warm(proc, pool)
+    out = args.out or ctx.run_dir / "profile.collapsed"
+    spy = _start_py_spy(proc, out, seconds=args.seconds, idle=args.idle)
+    result: dict[str, object] = {}
+    t = threading.Thread(
+        target=lambda: result.update(r=ctx.load(proc, pool, args.connections, args.seconds))
+    )
+    t.start()
+    t.join()
+    spy.wait(60)
+    r = result["r"]
+    print(f"load: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, p99 {r.p99_ms:.2f} ms")  # type: ignore[attr-defined]
+    print(summarize(out))
+    print(f"\ncollapsed stacks: {out}")
+
+
+def _start_py_spy(proc: Proc, out: Path, *, seconds: float, idle: bool) -> subprocess.Popen[str]:
+    """``py-spy record`` of ``proc`` for ``seconds``, raw collapsed stacks to ``out``."""
+    return subprocess.Popen(
+        [
+            shutil.which("py-spy") or str(procs.VENV_BIN / "py-spy"),
+            "record",
+            "--pid",
+            str(proc.pid),
+            "--format",
+            "raw",
+            "--rate",
+            "250",
+            "--duration",
+            str(int(seconds)),
+            "--output",
+            str(out),
+            "--nonblocking",
+            *(["--idle"] if idle else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 if __name__ == "__main__":

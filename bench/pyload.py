@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from typing import cast
+from typing import Any, cast
 
 
 def _load(path: str) -> list[tuple[bytes, str]]:
@@ -98,6 +98,17 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 
 
 def main() -> int:
+    args = _parse_args()
+    if args.index >= 0:
+        print(json.dumps(asyncio.run(_worker(args))))
+        return 0
+    children = _start_workers(args)
+    results = [json.loads(c.communicate()[0]) for c in children]
+    print("BENCH_JSON " + json.dumps(_summary(results)))
+    return 0
+
+
+def _parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--file", required=True)
@@ -106,15 +117,16 @@ def main() -> int:
     p.add_argument("--path", default="/a2a")
     p.add_argument("--salt", default="s")
     p.add_argument("--index", type=int, default=-1, help="internal: worker process index")
-    args = p.parse_args()
-    if args.index >= 0:
-        print(json.dumps(asyncio.run(_worker(args))))
-        return 0
+    return p.parse_args()
+
+
+def _start_workers(args: argparse.Namespace) -> list[subprocess.Popen[str]]:
+    """Up to two worker processes (``--index``), the connections shared out between them."""
     procs = min(2, args.connections)
     share = [
         args.connections // procs + (1 if i < args.connections % procs else 0) for i in range(procs)
     ]
-    children = [
+    return [
         subprocess.Popen(
             [
                 sys.executable,
@@ -140,9 +152,12 @@ def main() -> int:
         )
         for i in range(procs)
     ]
-    results = [json.loads(c.communicate()[0]) for c in children]
+
+
+def _summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The workers' results as one, in the ``BENCH_JSON`` shape of ``lua/pool.lua``."""
     lat = sorted(x for r in results for x in r["lat"])
-    out = {
+    return {
         "requests": sum(r["requests"] for r in results),
         "duration_us": int(max(r["seconds"] for r in results) * 1e6),
         "p50_us": int(_percentile(lat, 50) * 1e6),
@@ -153,8 +168,6 @@ def main() -> int:
         "socket_errors": 0,
         "pool_wraps": sum(r["wraps"] for r in results),
     }
-    print("BENCH_JSON " + json.dumps(out))
-    return 0
 
 
 if __name__ == "__main__":
