@@ -227,6 +227,13 @@ async def finish_pg(
     return await _write_outcome(pool, scope, task_id, fence, outcome, allowed, read, settle)
 
 
+def _settle_params(settle: SettleTurn | None) -> tuple[bool, int, str, str | None]:
+    """The settle half of ``_FINISH_WRITE_SQL``'s parameters (the first says whether to settle)."""
+    if settle is None:
+        return (False, 0, "", None)
+    return (True, settle.turn_id, settle.status, settle.error)
+
+
 async def _write_outcome(
     pool: StatementPool,
     scope: CallerScope,
@@ -269,10 +276,7 @@ async def _write_outcome(
         key,
         _json({"task": task}),
         CHANNEL,
-        settle is not None,
-        0 if settle is None else settle.turn_id,
-        "" if settle is None else settle.status,
-        None if settle is None else settle.error,
+        *_settle_params(settle),
         list(states.UNFINISHED_TURNS),
     )
     if written is None or written["applied"] != 1:
