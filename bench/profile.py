@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 from bench import procs, wire
@@ -105,15 +104,10 @@ def _profile(ctx: Ctx, proc: Proc, pool: Path, args: argparse.Namespace) -> None
     ctx.warm(proc, pool)
     out = args.out or ctx.run_dir / "profile.collapsed"
     spy = _start_py_spy(proc, out, seconds=args.seconds, idle=args.idle)
-    result: dict[str, object] = {}
-    t = threading.Thread(
-        target=lambda: result.update(r=ctx.load(proc, pool, args.connections, args.seconds))
-    )
-    t.start()
-    t.join()
-    spy.wait(60)
-    r = result["r"]
-    print(f"load: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, p99 {r.p99_ms:.2f} ms")  # type: ignore[attr-defined]
+    # py-spy samples in its own process while the load runs here.
+    r = ctx.load(proc, pool, args.connections, args.seconds)
+    _finish_py_spy(spy, out)
+    print(f"load: {r.rps:.0f} req/s, p50 {r.p50_ms:.2f} ms, p99 {r.p99_ms:.2f} ms")
     print(summarize(out))
     print(f"\ncollapsed stacks: {out}")
 
@@ -141,6 +135,18 @@ def _start_py_spy(proc: Proc, out: Path, *, seconds: float, idle: bool) -> subpr
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _finish_py_spy(spy: subprocess.Popen[str], out: Path) -> None:
+    """Wait for py-spy's file; a py-spy that failed (no ptrace permission, say) says why."""
+    try:
+        _, err = spy.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.communicate()
+        raise RuntimeError("py-spy did not finish within 60 s of the load") from None
+    if spy.returncode != 0 or not out.exists():
+        raise RuntimeError(f"py-spy failed (exit {spy.returncode}): {err.strip()[-500:]}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pytest
 from bench.b2_gettask import binding_goal_note, round_spread_note
 from bench.loadgen import HttpResult, write_pool
 from bench.procs import cpu_seconds_of, postgres_cpu_seconds
+from bench.profile import _finish_py_spy
 from bench.receiver import _task_and_state
 from bench.report import Report, latency_row, rate_row
 
@@ -195,3 +196,36 @@ def test_python_fallback_load_generator_produces_numbers(tmp_path: Path) -> None
     _check_rows(rows, "5 ")
     meta = json.loads((tmp_path / "latest-meta.json").read_text())
     assert "bench.pyload" in meta["loadgen"]
+
+
+def test_a_failed_py_spy_says_why_instead_of_a_missing_file(tmp_path: Path) -> None:
+    failing = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stderr.write('Permission denied'); sys.exit(3)"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with pytest.raises(RuntimeError, match=r"exit 3\): Permission denied"):
+        _finish_py_spy(failing, tmp_path / "never-written.collapsed")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_the_profiler_samples_an_edge_under_load(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    if "LOOPING_TEST_PG_DSN" in env:
+        env.setdefault("BENCH_PG_DSN", env["LOOPING_TEST_PG_DSN"])
+    out = tmp_path / "gettask.collapsed"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.profile", "gettask", "--seconds", "2", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "req/s" in done.stdout and "samples" in done.stdout
+    # The signature check is on every sampled request's path (a distinct token each).
+    assert "VerifyKey.verify" in out.read_text()
