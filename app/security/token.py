@@ -31,14 +31,14 @@ from app.errors import BadRequest, EdgeError, Unauthorized
 from app.security.caller import VerifiedCaller
 from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_object
 from app.security.jwks import JwksFetcher
-from app.security.origins import OriginError, ParsedUrl, parse_url
+from app.security.origins import OriginError, ParsedUrl
 from app.settings import Settings
 
 # RFC 7515 §4.1.11 (crit), §4.1.3 (jwk), §4.1.5/§4.1.6 (x5u/x5c: key material from the token
 # itself), RFC 7797 §3 (b64: unencoded payload). ``enc``/``zip`` only exist on JWE
 # (RFC 7516 §4.1.2/§4.1.3): a JWS carrying them is something we do not understand.
 _FORBIDDEN_HEADERS = frozenset({"crit", "jwk", "x5u", "x5c", "b64", "enc", "zip"})
-_MEMO_LIMIT = 256  # bounded memo of accepted headers / iss values (attacker-influenced keys)
+_MEMO_LIMIT = 256  # bounded memo of accepted headers (attacker-influenced keys)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,6 @@ class GatewayTokenVerifier:
         self._jwks = jwks
         self._clock = clock
         self._headers: dict[str, _Header] = {}
-        self._issuers: dict[str, str | None] = {}
 
     async def verify(self, authorization: str | None) -> VerifiedCaller:
         try:
@@ -164,26 +163,15 @@ class GatewayTokenVerifier:
         except JoseError:
             raise _fail("malformed_token", "token payload is not valid base64url JSON") from None
 
-    def _issuer_origin(self, iss: str) -> str | None:
-        """``iss`` as an origin if it *is* an origin (no path, query or fragment), else None."""
-        if iss in self._issuers:
-            return self._issuers[iss]
-        try:
-            parsed = parse_url(iss, allow_loopback_http=self._allowlist.allow_loopback_http)
-        except OriginError:
-            origin = None
-        else:
-            origin = parsed.origin if parsed.path == "/" and "?" not in iss else None
-        _remember(self._issuers, iss, origin)
-        return origin
-
     def _check_issuer(self, iss: object, jku: ParsedUrl) -> None:
         # iss is read unverified here only to compare origins (CONTRACT §3 step 4); it is
         # trusted only once the signature of the same payload verifies in step 5.
         if not isinstance(iss, str) or not iss:
             raise _fail("iss_mismatch", "missing iss: jku origin does not match iss origin")
-        origin = self._issuer_origin(iss)
-        if origin is None or origin != jku.origin or origin not in self._allowlist.origins:
+        # CONTRACT §3 step 4: ``iss`` is *exactly* the allowlisted origin, in its serialised
+        # form (RFC 6454 §6.2: lower-case scheme and host, no default port, no path): a variant
+        # spelling (a trailing "/", upper case, ":443") is refused, not normalised.
+        if iss != jku.origin or jku.origin not in self._allowlist.origins:
             raise _fail("iss_mismatch", "jku origin does not match iss origin")
 
     # --- step 6 ------------------------------------------------------------------------------

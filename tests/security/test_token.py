@@ -402,10 +402,25 @@ async def test_missing_iss_is_refused(env: Env) -> None:
 
 
 @pytest.mark.parametrize(
-    "iss", ["https://GATEWAY.test", "https://gateway.test/", "https://gateway.test:443"]
+    "iss",
+    [
+        "https://GATEWAY.test",
+        "https://gateway.test/",
+        "https://gateway.test:443",
+        "https://gateway.test.",
+        "HTTPS://gateway.test",
+        " https://gateway.test",
+    ],
 )
-async def test_iss_is_compared_as_a_normalised_origin(env: Env, iss: str) -> None:
-    assert (await env.verify(env.mint(claims={"iss": iss}))).issuer == GATEWAY
+async def test_iss_must_be_exactly_the_serialised_origin(env: Env, iss: str) -> None:
+    # CONTRACT §3 step 4: "iss is exactly that allowlisted origin"; a spelling that names the
+    # same origin is still not that origin's serialisation.
+    await refused(env, env.mint(claims={"iss": iss}), "iss_mismatch")
+    assert env.fetcher.fetch_count == 0
+
+
+async def test_iss_equal_to_the_jku_origin_is_accepted(env: Env) -> None:
+    assert (await env.verify(env.mint(claims={"iss": GATEWAY}))).issuer == GATEWAY
 
 
 async def test_iss_check_comes_before_any_fetch_even_with_a_bad_signature(env: Env) -> None:
