@@ -133,6 +133,24 @@ class RpcDispatcher:
     async def _call(
         self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
     ) -> Any:
+        try:
+            return await self._route(caller, request, version)
+        except RpcError as exc:
+            raise _CallFailed(request.id, exc) from None
+        except (HttpRefusal, _CallFailed):
+            raise
+        except Exception:
+            # -32603 is what the gateway retries: only real internal faults get it (a handler's,
+            # or the tenant lookup's when the database is down), and the text never carries the
+            # exception (CONTRACT §3).
+            log.exception("rpc call failed", extra={"method": request.method})
+            raise _CallFailed(request.id, InternalError("internal error")) from None
+
+    async def _route(
+        self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
+    ) -> Any:
+        """Steps 10-12 and the handler; every failure is an ``RpcError``, an ``HttpRefusal``
+        or ``_CallFailed`` (anything else is turned into -32603 by ``_call``)."""
         tenant = await self._tenant(caller, request)
         requested = (version or "").strip() or DEFAULT_VERSION
         if requested not in SUPPORTED_VERSIONS:
@@ -158,17 +176,7 @@ class RpcDispatcher:
             params=request.params,
             request_id=request.id,
         )
-        try:
-            return await handler(call)
-        except RpcError as exc:
-            raise _CallFailed(request.id, exc) from None
-        except HttpRefusal:
-            raise
-        except Exception:
-            # -32603 is what the gateway retries: only real internal faults get it, and the
-            # text never carries the exception (CONTRACT §3).
-            log.exception("rpc handler failed", extra={"method": request.method})
-            raise _CallFailed(request.id, InternalError("internal error")) from None
+        return await handler(call)
 
     async def _tenant(self, caller: VerifiedCaller, request: JsonRpcRequest) -> TenantRecord:
         addressed = request.params.get("tenant")

@@ -179,6 +179,22 @@ async def test_internal_fault_is_32603_without_detail(edge: EdgeHarness, monkeyp
     assert "secret" not in str(doc)
 
 
+async def test_a_failing_tenant_lookup_is_32603_without_detail(
+    edge: EdgeHarness, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # The tenant lookup reads the database when its snapshot is stale; a database outage
+    # there is a real internal fault the gateway should retry (CONTRACT §3), never a 500.
+    async def down(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ConnectionRefusedError("secret connection detail to 10.0.0.5:5432")
+
+    monkeypatch.setattr(edge.services.tenants, "get", down)
+    response = await edge.rpc("GetExtendedAgentCard", {}, request_id=41)
+    doc = _error(response)
+    assert doc["id"] == 41
+    assert doc["error"]["code"] == -32603
+    assert "secret" not in response.text and "ConnectionRefused" not in response.text
+
+
 async def test_metrics_count_methods_and_refusals(edge: EdgeHarness) -> None:
     await edge.rpc("GetExtendedAgentCard", {})
     await edge.client.post("/a2a", content=b"{}")
