@@ -705,3 +705,87 @@ async def test_refusals_never_echo_the_token_or_its_parts(env: Env) -> None:
         for part in token.split("."):
             assert part not in info.value.body
         assert "evil.test" not in info.value.body
+
+
+# --- limits at their edges (a limit moved by a few units must fail a test) -------------------
+
+
+@pytest.mark.parametrize(
+    ("offset", "accepted"), [(-27, True), (-33, False)], ids=["inside", "outside"]
+)
+async def test_exp_is_honoured_to_the_30_second_skew(env: Env, offset: int, accepted: bool) -> None:
+    now = time.time()
+    token = env.mint(now=now + offset - 60, ttl=60)  # exp = now + offset
+    if accepted:
+        await env.verify(token)
+    else:
+        await refused(env, token, "expired")
+
+
+@pytest.mark.parametrize(
+    ("offset", "accepted"), [(27, True), (33, False)], ids=["inside", "outside"]
+)
+async def test_nbf_and_iat_are_honoured_to_the_30_second_skew(
+    env: Env, offset: int, accepted: bool
+) -> None:
+    now = time.time()
+    nbf = env.mint(claims={"nbf": int(now) + offset})
+    iat = env.mint(now=now + offset, ttl=60)
+    if accepted:
+        await env.verify(nbf)
+        await env.verify(iat)
+    else:
+        await refused(env, nbf, "not_yet_valid")
+        await refused(env, iat, "iat_in_future")
+
+
+@pytest.mark.parametrize("settings_overrides", [{"clock_skew_seconds": 5}])
+async def test_the_clock_skew_is_configurable(env: Env) -> None:
+    now = time.time()
+    await refused(env, env.mint(now=now - 70, ttl=60), "expired")  # exp = now - 10
+    await refused(env, env.mint(claims={"nbf": int(now) + 15}), "not_yet_valid")
+
+
+def _token_of_length(env: Env, length: int) -> str:
+    """A valid token of exactly ``length`` characters (a padding claim and header member)."""
+    base = len(env.mint(claims={"pad": ""}, headers={"typ": ""}))
+    for typ in range(4):  # base64url lengths skip one residue mod 4: vary both segments
+        for pad in range(max(0, (length - base) * 3 // 4 - 8), (length - base) * 3 // 4 + 8):
+            token = env.mint(claims={"pad": "x" * pad}, headers={"typ": "t" * typ})
+            if len(token) == length:
+                return token
+    raise AssertionError(f"no token of {length} characters")
+
+
+async def test_a_token_of_exactly_8_kib_is_read_and_one_byte_more_is_not(env: Env) -> None:
+    await env.verify(_token_of_length(env, 8192))
+    await refused(env, _token_of_length(env, 8193), "token_too_large")
+
+
+def test_the_jwks_fetch_deadline_defaults_to_3_seconds() -> None:
+    # CONTRACT §3 step 5: one overall deadline per fetch (3 s), so a server dripping bytes
+    # cannot hold a request; the size cap (64 KiB) and the token cap (8 KiB) likewise.
+    settings = make_settings()
+    assert settings.jwks_deadline_seconds == 3.0
+    assert settings.jwks_max_bytes == 64 * 1024
+    assert settings.max_token_bytes == 8 * 1024
+    assert settings.clock_skew_seconds == 30
+    assert settings.max_token_lifetime_seconds == 300
+
+
+async def test_refusals_never_echo_a_decoded_header_or_claim_value(env: Env) -> None:
+    # The reason names the failed rule; the values in the token are the caller's (and an
+    # attacker's): none of them comes back, decoded or not (CONTRACT §3).
+    marker = "zq-marker"
+    cases = [
+        (env.mint(headers={"jku": f"https://{marker}.test/k"}), "jku_not_allowed"),
+        (env.mint(headers={"alg": f"{marker}"}), "bad_alg"),
+        (env.mint(headers={"kid": f"{marker}-kid"}), "unknown_kid"),
+        (env.mint(claims={"iss": f"https://{marker}.test"}), "iss_mismatch"),
+        (env.mint(audience=f"https://{marker}.test/a2a"), "bad_audience"),
+        (env.mint(claims={"aud": [f"https://{marker}.test/a2a"]}), "bad_audience"),
+        (env.mint(claims={"sub": marker, "exp": int(time.time()) - 600}), "expired"),
+    ]
+    for token, reason in cases:
+        refusal = await refused(env, token, reason)
+        assert marker not in refusal.body and marker not in refusal.message, reason
