@@ -73,3 +73,22 @@ def test_key_file_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_missing_key_file_names_the_variable(tmp_path) -> None:  # type: ignore[no-untyped-def]
     message = _config_error(signing_key=None, signing_key_file=tmp_path / "nope.json")
     assert "A2A_SIGNING_KEY_FILE" in message
+
+
+def test_every_default_the_contract_states() -> None:
+    # Each of these is a number CONTRACT.md gives; a changed default must fail here.
+    s = load_settings(**GOOD)
+    assert s.rpc_path == "/a2a"  # §1, §2
+    assert s.jwks_path == "/.well-known/jwks.json"  # §2
+    assert s.max_token_bytes == 8 * 1024  # §3 step 1
+    assert s.jwks_deadline_seconds == 3.0  # §3 step 5
+    assert s.jwks_max_bytes == 64 * 1024
+    assert s.jwks_cache_seconds == 600.0
+    assert s.jwks_cooldown_seconds == 30.0
+    assert s.max_token_lifetime_seconds == 300  # §3 step 6
+    assert s.clock_skew_seconds == 30
+    assert s.identity_claim == "https://loopingai.org/identity"  # §3 step 7
+    assert s.tenant_claim == "https://loopingai.org/tenant"  # §3 step 8
+    assert s.max_body_bytes == 64 * 1024  # §3 step 9
+    assert s.default_history_length == 50  # §5 GetTask
+    assert s.task_retention_days == 30.0  # §6

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from app.db.engine import Database
+from app.ops.health import Readiness
 from app.testing.edge import EdgeHarness, edge_harness
 
 
@@ -130,6 +132,33 @@ async def test_readyz_fails_while_draining(edge: EdgeHarness) -> None:
     r = await edge.client.get("/readyz")
     assert r.status_code == 503
     assert r.json()["draining"] == "yes"
+
+
+async def test_readyz_fails_without_the_signing_key(edge: EdgeHarness) -> None:
+    edge.services.readiness.key_loaded = False
+    r = await edge.client.get("/readyz")
+    assert r.status_code == 503
+    assert r.json()["key"] == "missing"
+
+
+async def test_readyz_fails_when_the_database_is_unreachable(
+    edge: EdgeHarness, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # A real connection attempt to a closed port (nothing listens on port 1), not a mock.
+    unreachable = Database("postgresql+asyncpg://postgres@127.0.0.1:1/nowhere")
+    monkeypatch.setattr(edge.services, "readiness", Readiness(db=unreachable, key_loaded=True))
+    try:
+        r = await edge.client.get("/readyz")
+    finally:
+        await unreachable.dispose()
+    assert r.status_code == 503
+    assert r.json() == {
+        "status": "not ready",
+        "key": "ok",
+        "draining": "no",
+        "database": "unreachable",
+        "schema": "unknown",
+    }  # and nothing of the driver's error (host, port, exception) in the answer
 
 
 async def test_readyz_fails_when_schema_is_behind(edge: EdgeHarness) -> None:

@@ -6,7 +6,10 @@ REFERENCE-CASES 15, 56-65; CONTRACT §2, §4, §7.
 from __future__ import annotations
 
 import json
-from datetime import date
+import os
+import subprocess
+import sys
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +312,20 @@ def test_rotated_key_signs_with_its_own_kid(key: SigningKey) -> None:
         rotated.callback_jwt(jku="https://e.test/j", audience="https://g.test/p")
     )
     assert callback_header["kid"] == "a2a-2031-01-01"
+
+
+@pytest.mark.parametrize("tz", ["Etc/GMT-14", "Etc/GMT+12"])
+def test_default_kid_is_todays_date_in_utc_whatever_the_local_zone(tz: str) -> None:
+    # CONTRACT §4: a2a-YYYY-MM-DD (UTC). At any hour one of these two zones (UTC+14, UTC-12)
+    # is on another calendar day than UTC, so a local-date kid fails one of the two.
+    before = datetime.now(UTC).date()
+    done = subprocess.run(
+        [sys.executable, "-c", "from app.security.keys import default_kid; print(default_kid())"],
+        env={**os.environ, "TZ": tz},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    after = datetime.now(UTC).date()
+    assert done.stdout.strip() in {f"a2a-{before.isoformat()}", f"a2a-{after.isoformat()}"}

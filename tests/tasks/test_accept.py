@@ -109,6 +109,19 @@ async def test_same_message_id_from_other_identity_is_another_task(edge: EdgeHar
     assert a["task"]["id"] != b["task"]["id"]
 
 
+async def test_same_message_id_and_identity_under_another_tenant_is_another_task(
+    edge: EdgeHarness,
+):
+    # CONTRACT §5: idempotent on (tenant, identity, messageId): the same identity key and
+    # messageId addressed to another tenant is that tenant's own new task, never a replay.
+    await edge.add_tenant("other")
+    a = await edge.result("SendMessage", send_params())
+    b = await edge.result("SendMessage", send_params(), tenant="other")
+    assert a["task"]["id"] != b["task"]["id"]
+    assert b["task"]["status"]["state"] == states.SUBMITTED
+    assert await count(edge.services.db, TurnRow) == 2
+
+
 async def test_dedupe_off_starts_a_task_per_message(edge: EdgeHarness):
     a = await edge.result("SendMessage", send_params(), tenant="nodedupe")
     b = await edge.result("SendMessage", send_params(), tenant="nodedupe")
