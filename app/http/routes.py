@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.errors import PayloadTooLarge
+from app.errors import BadRequest, PayloadTooLarge
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.rpc.dispatch import RpcDispatcher
 
@@ -49,8 +49,12 @@ class RpcEndpoint:
                 declared = value.decode("latin-1")
 
         async def read(limit: int) -> bytes:
-            if declared is not None and (not declared.isdigit() or int(declared) > limit):
-                raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+            if declared is not None:
+                # RFC 9110 §8.6: 1*DIGIT (ASCII: str.isdigit() alone would take "²").
+                if not (declared.isascii() and declared.isdigit()):
+                    raise BadRequest("invalid Content-Length", reason="bad_content_length")
+                if int(declared) > limit:
+                    raise PayloadTooLarge(f"request body exceeds {limit} bytes")
             chunks: list[bytes] = []
             size = 0
             while True:

@@ -13,7 +13,6 @@ turns the ``RpcOutcome`` into a response.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from app.errors import (
 from app.rpc.context import MethodTable, RpcCall
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.responses import encode, failure, success_body
+from app.rpc.text import shown
 from app.security.caller import CallerScope, VerifiedCaller
 from app.tenants.registry import TenantRecord
 
@@ -39,7 +39,6 @@ log = logging.getLogger("looping_edge.rpc")
 SUPPORTED_VERSIONS = ("1.0",)
 # A2A §3.6.2: a request without the header is a 0.3 request.
 DEFAULT_VERSION = "0.3"
-_UNSAFE = re.compile(r"[^\x20-\x7e]")
 
 BodyReader = Callable[[int], Awaitable[bytes]]
 
@@ -64,12 +63,6 @@ class RpcOutcome:
     body: bytes
     media_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
-
-
-def _shown(value: str, limit: int = 64) -> str:
-    """A request value safe to echo in an error message: printable and bounded."""
-    cleaned = _UNSAFE.sub("?", value)
-    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
 
 
 class RpcDispatcher:
@@ -157,7 +150,7 @@ class RpcDispatcher:
             raise _CallFailed(
                 request.id,
                 VersionNotSupported(
-                    f"A2A-Version '{_shown(requested, 16)}' is not supported; "
+                    f"A2A-Version '{shown(requested, 16)}' is not supported; "
                     f"supported versions: {', '.join(SUPPORTED_VERSIONS)}",
                     metadata={"supportedVersions": ",".join(SUPPORTED_VERSIONS)},
                 ),
@@ -166,7 +159,7 @@ class RpcDispatcher:
         if handler is None:
             raise _CallFailed(
                 request.id,
-                MethodNotFound(f"method '{_shown(request.method)}' is not supported"),
+                MethodNotFound(f"method '{shown(request.method)}' is not supported"),
             )
         call = RpcCall(
             caller=caller,
@@ -192,15 +185,15 @@ class RpcDispatcher:
         # CONTRACT §3 step 10: an absent or non-string claim is never a wildcard.
         if caller.tenant != addressed:
             raise Unauthorized(
-                f"token authorizes tenant '{_shown(caller.tenant or '<none>')}', "
-                f"but the request addressed '{_shown(addressed)}'",
+                f"token authorizes tenant '{shown(caller.tenant or '<none>')}', "
+                f"but the request addressed '{shown(addressed)}'",
                 reason="tenant_mismatch",
             )
         record = await self._tenants.get(addressed)
         if record is None:
             raise _CallFailed(
                 request.id,
-                InvalidParams(f"unknown tenant '{_shown(addressed)}'", reason="unknown_tenant"),
+                InvalidParams(f"unknown tenant '{shown(addressed)}'", reason="unknown_tenant"),
             )
         return record
 

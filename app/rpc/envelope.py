@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import InvalidRequest, ParseError
+from app.errors import InvalidParams, InvalidRequest, ParseError
+from app.rpc import text
 
 RequestId = str | int | None
 
@@ -21,7 +22,9 @@ class JsonRpcRequest:
 class EnvelopeError(Exception):
     """A refusal of the envelope, carrying the id to echo (``null`` when unknown)."""
 
-    def __init__(self, error: ParseError | InvalidRequest, request_id: RequestId = None) -> None:
+    def __init__(
+        self, error: ParseError | InvalidRequest | InvalidParams, request_id: RequestId = None
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.request_id = request_id
@@ -34,9 +37,20 @@ def _valid_id(value: object) -> bool:
     return value is None or isinstance(value, str | int)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# RFC 8259 §6: NaN and Infinity are not JSON numbers (Python's parser accepts them by default;
+# they reached protobuf as an OverflowError, a -32603). Built once: ``json.loads`` with any
+# keyword builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def parse_request(body: bytes) -> JsonRpcRequest:
     try:
-        doc = json.loads(body)
+        # RFC 8259 §8.1: JSON exchanged between systems is UTF-8.
+        doc = _DECODER.decode(body.decode("utf-8"))
     except (ValueError, RecursionError):
         raise EnvelopeError(ParseError("invalid JSON")) from None
     if not isinstance(doc, dict):
@@ -54,4 +68,20 @@ def parse_request(body: bytes) -> JsonRpcRequest:
     params = doc.get("params", {})
     if not isinstance(params, dict):
         raise EnvelopeError(InvalidRequest("params must be an object"), request_id)
+    if text.may_hold_bad_text(body):
+        _check_text(request_id, method, params)
     return JsonRpcRequest(id=request_id, method=method, params=params)
+
+
+def _check_text(request_id: RequestId, method: str, params: dict[str, Any]) -> None:
+    """Refuse text that is not valid Unicode or holds U+0000 (``app.rpc.text``)."""
+    rule = "must be valid Unicode text without U+0000"
+    if isinstance(request_id, str) and not text.is_clean(request_id):
+        raise EnvelopeError(InvalidRequest(f"id {rule}"))
+    if not text.is_clean(method):
+        raise EnvelopeError(InvalidRequest(f"method {rule}"), request_id)
+    where = text.first_bad_text(params, "params")
+    if where is not None:
+        raise EnvelopeError(
+            InvalidParams(f"{text.shown(where, 120)} {rule}", reason="invalid_text"), request_id
+        )

@@ -27,23 +27,25 @@ def success(request_id: RequestId, result: Any) -> dict[str, Any]:
 
 # Built once: ``json.dumps`` with any keyword builds a new encoder on every call.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
 
 
-def encode(doc: dict[str, Any]) -> bytes:
-    return _ENCODER.encode(doc).encode()
+def encode(doc: Any) -> bytes:
+    try:
+        return _ENCODER.encode(doc).encode()
+    except UnicodeEncodeError:
+        # An unpaired surrogate cannot be UTF-8 (requests carrying one are refused, but an
+        # agent's own text may hold one): escaped, the answer is still JSON, never a 500.
+        return _ASCII_ENCODER.encode(doc).encode()
 
 
 def success_body(request_id: RequestId, result: Any) -> bytes:
     if isinstance(result, RawJson):
-        return b"".join(
-            (
-                b'{"jsonrpc":"2.0","id":',
-                _ENCODER.encode(request_id).encode(),
-                b',"result":',
-                result.text.encode(),
-                b"}",
-            )
-        )
+        try:
+            text = result.text.encode()
+        except UnicodeEncodeError:
+            text = encode(json.loads(result.text))
+        return b"".join((b'{"jsonrpc":"2.0","id":', encode(request_id), b',"result":', text, b"}"))
     return encode(success(request_id, result))
 
 

@@ -13,7 +13,8 @@ find every slot busy queue, and the statement that finishes first takes the queu
 Scope: every key is the full ``(tenant, identity, task id)`` triple of its own caller, and the
 statement joins on all three, exactly as the single-task query filters (ARCHITECTURE: every
 tenant-data query takes the caller scope). A row answers only the request at its ordinal.
-A failed statement fails each request of its batch, as it would have failed alone.
+A failed batch statement is run again per request, so one caller's key that the database
+refuses fails only that caller's read.
 """
 
 from __future__ import annotations
@@ -185,16 +186,16 @@ class GetTaskBatcher:
                 [r.task_id for r in batch],
                 [r.limit for r in batch],
             )
+        except Exception as exc:
+            if len(batch) == 1:
+                _fail(batch, exc)
+            else:
+                # One caller's key can fail the statement for all (a value PostgreSQL refuses):
+                # each read runs again alone, so a failure answers only the read it belongs to.
+                await self._each_alone(batch)
         except BaseException as exc:
-            for read in batch:
-                if not read.answer.done():
-                    # One exception per request: an object raised in several tasks would
-                    # share (and keep growing) one traceback.
-                    failure = TaskReadFailed("GetTask read failed")
-                    failure.__cause__ = exc
-                    read.answer.set_exception(failure)
-            if not isinstance(exc, Exception):
-                raise
+            _fail(batch, exc)
+            raise
         else:
             found = {row[0]: row[1:] for row in rows}
             for ordinal, read in enumerate(batch, start=1):
@@ -203,3 +204,27 @@ class GetTaskBatcher:
                     read.answer.set_result(None if columns is None else task_text(columns))
         finally:
             self._release()
+
+    async def _each_alone(self, batch: list[_Read]) -> None:
+        for read in batch:
+            if read.answer.done():
+                continue
+            try:
+                self.statements += 1
+                row = await self._pool.fetchrow(
+                    GET_TASK_SQL, read.tenant, read.identity, read.task_id, read.limit
+                )
+            except Exception as exc:
+                _fail([read], exc)
+            else:
+                read.answer.set_result(None if row is None else task_text(row))
+
+
+def _fail(reads: list[_Read], exc: BaseException) -> None:
+    for read in reads:
+        if not read.answer.done():
+            # One exception per request: an object raised in several tasks would share (and
+            # keep growing) one traceback.
+            failure = TaskReadFailed("GetTask read failed")
+            failure.__cause__ = exc
+            read.answer.set_exception(failure)

@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 
 from app.errors import InvalidParams
+from app.rpc.text import is_clean
 from app.tasks.wire import as_utc
 
 
@@ -24,8 +25,9 @@ def decode_cursor(token: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode("ascii"))
         stamp, task_id = json.loads(raw)
-        if not isinstance(stamp, str) or not isinstance(task_id, str):
+        if not isinstance(stamp, str) or not isinstance(task_id, str) or not is_clean(task_id):
             raise ValueError
         return as_utc(datetime.fromisoformat(stamp)), task_id
-    except (ValueError, TypeError, UnicodeError, binascii.Error):
+    # OverflowError: a stamp at the edge of the calendar moved out of range by its offset.
+    except (ValueError, TypeError, OverflowError, UnicodeError, binascii.Error):
         raise InvalidParams("params.pageToken is not a valid page token") from None

@@ -27,11 +27,11 @@ from app.db.models import PushConfigRow, PushOutboxRow
 from app.errors import InvalidParams, TaskNotFound
 from app.push.outbox import CANCELED as OUTBOX_CANCELED
 from app.push.outbox import PENDING as OUTBOX_PENDING
+from app.rpc.text import is_clean, shown
 from app.security.caller import CallerScope
 from app.security.origins import OriginAllowlist, OriginError, parse_url
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import insert_for, load_task
-from app.tasks.wire import shown
 
 MAX_CONFIG_ID = 128
 MAX_SECRET = 4096
@@ -299,6 +299,9 @@ def _encode_id_cursor(config_id: str) -> str:
 def _decode_id_cursor(token: str) -> str:
     try:
         padded = token + "=" * (-len(token) % 4)
-        return base64.urlsafe_b64decode(padded.encode("ascii")).decode()
+        config_id = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
+        if not is_clean(config_id):  # U+0000 would reach PostgreSQL as a -32603
+            raise ValueError
+        return config_id
     except (ValueError, UnicodeError):
         raise InvalidParams("params.pageToken is not a valid page token") from None

@@ -29,15 +29,6 @@ _AT_RE = re.compile(r'at "[A-Za-z]+\.([\w.\[\]]+)"')
 _NAME_RE = re.compile(r'no field named "(\w+)"')
 
 
-_UNSAFE = re.compile(r"[^\x20-\x7e]")
-
-
-def shown(value: str, limit: int = 64) -> str:
-    """A client-supplied value safe to echo in an error message: printable and bounded."""
-    cleaned = _UNSAFE.sub("?", value)
-    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
-
-
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -89,6 +80,12 @@ def parse_params(
         raise InvalidParams(
             f"params.{_field_path(exc)} is not valid for {descriptor.name}",
             reason="invalid_params",
+        ) from None
+    except (ValueError, TypeError, OverflowError, SystemError):
+        # protobuf's parser raises these too on some values it cannot convert (upb raised
+        # SystemError and OverflowError in fuzzing); the client's params, never our fault.
+        raise InvalidParams(
+            f"params are not valid for {descriptor.name}", reason="invalid_params"
         ) from None
     return target
 

@@ -21,3 +21,13 @@ def test_spliced_body_equals_the_encoded_document(request_id: str | int | None) 
 
 def test_encode_is_compact_utf8() -> None:
     assert encode({"a": [1, "é"]}) == '{"a":[1,"é"]}'.encode()
+
+
+def test_an_unpaired_surrogate_in_an_answer_is_escaped_not_a_crash() -> None:
+    # Requests carrying one are refused, but an agent's own text may hold one.
+    body = encode({"text": "a\ud800b"})
+    assert body == b'{"text":"a\\ud800b"}'
+    assert success_body(1, RawJson('{"text":"a\ud800b"}')) == (
+        b'{"jsonrpc":"2.0","id":1,"result":{"text":"a\\ud800b"}}'
+    )
+    assert encode({"text": "\u00e9"}) == '{"text":"\u00e9"}'.encode()  # UTF-8 when it can be

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from a2a.types import GetTaskRequest, SendMessageRequest
+from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest
 
 from app.errors import InvalidParams
 from app.settings import load_settings
@@ -100,3 +100,11 @@ def test_unrepresentable_values_are_invalid_params():
     params["message"]["parts"] = [{"data": {"x": float("nan")}}]
     with pytest.raises(InvalidParams):
         _parse(params, tenant=OPEN_TENANT)
+
+
+@pytest.mark.parametrize("status", [float("inf"), float("-inf")])
+def test_a_value_protobuf_cannot_convert_is_invalid_params(status: float) -> None:
+    # upb raised OverflowError here (a -32603 before); the client's params are at fault.
+    with pytest.raises(InvalidParams) as info:
+        parse_params({"status": status}, ListTasksRequest)
+    assert info.value.message == "params are not valid for ListTasksRequest"

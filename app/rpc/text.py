@@ -1,0 +1,57 @@
+"""Text the edge accepts in a request: valid Unicode without U+0000.
+
+Why a rule of its own: Python's JSON parser accepts escapes that are JSON by its grammar but
+not text anyone can store or send back. An unpaired surrogate (``"\\ud800"``) is not a Unicode
+scalar value (RFC 8259 §8.2; I-JSON, RFC 7493 §2.1, forbids it) and cannot be encoded as UTF-8,
+so answering with it fails; U+0000 is valid JSON but PostgreSQL's ``text`` and ``jsonb``
+refuse it, so it failed there as a database error (-32603, which the gateway retries) while
+SQLite stored it. Both are refused up front, the same way on both backends.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# After decoding, a surrogate pair is one astral code point: any surrogate left is unpaired.
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+# Both can only arrive as \u escapes (raw NUL is not allowed in JSON text, raw surrogates are
+# not UTF-8), so a body without such an escape needs no walk: the common case costs one scan.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+_UNSAFE = re.compile(r"[^\x20-\x7e]")
+
+
+def shown(value: str, limit: int = 64) -> str:
+    """A client-supplied value safe to echo in an error message: printable and bounded."""
+    cleaned = _UNSAFE.sub("?", value)
+    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
+
+
+def is_clean(text: str) -> bool:
+    return _BAD_TEXT.search(text) is None
+
+
+def may_hold_bad_text(body: bytes) -> bool:
+    return _SUSPECT_ESCAPE.search(body) is not None
+
+
+def first_bad_text(value: Any, path: str) -> str | None:
+    """The path (``params.message.parts[0].text``) of the first string, member name or value,
+    that is not clean text; None when all are."""
+    if isinstance(value, str):
+        return None if is_clean(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not is_clean(key):
+                return f"{path}.<member name>"
+            found = first_bad_text(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = first_bad_text(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
