@@ -10,6 +10,7 @@ import pytest
 
 from app.db.engine import Database
 from app.ops.health import Readiness
+from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.testing.edge import EdgeHarness, edge_harness
 
 
@@ -99,6 +100,19 @@ async def test_audience_is_not_taken_from_forwarded_headers(edge: EdgeHarness) -
         headers={"X-Forwarded-Host": "evil.test", "X-Forwarded-Proto": "https"},
     )
     assert r.status_code == 401
+    assert r.text == "unauthorized: token audience is not this endpoint"
+
+
+@pytest.mark.parametrize("host", ["evil.test", "evil.test:443", "localhost:8443"])
+async def test_audience_is_not_taken_from_the_host_header(edge: EdgeHarness, host: str) -> None:
+    # CONTRACT §2: a token minted for the host an attacker names in Host is still refused.
+    scheme = "http" if host.startswith("localhost") else "https"
+    token = edge.gateway.mint(
+        audience=f"{scheme}://{host}/a2a", tenant="demo", identity={"key": "u1"}
+    )
+    r = await edge.rpc("GetExtendedAgentCard", {}, token=token, headers={"Host": host})
+    assert r.status_code == 401
+    assert r.text == "unauthorized: token audience is not this endpoint"
 
 
 @pytest.mark.parametrize(
@@ -125,6 +139,9 @@ async def test_health_routes(edge: EdgeHarness) -> None:
     metrics = await edge.client.get("/metrics")
     assert metrics.status_code == 200
     assert "edge_rpc_requests_total" in metrics.text
+    # Prometheus' text exposition format, as scrapers negotiate it.
+    assert metrics.headers["content-type"] == CONTENT_TYPE_LATEST
+    assert metrics.headers["content-type"].startswith("text/plain; version=")
 
 
 async def test_readyz_fails_while_draining(edge: EdgeHarness) -> None:
