@@ -3,11 +3,12 @@
 A replayed row starts over: ``pending``, zero attempts, due now, a fresh retry budget.
 It becomes the head of its task's queue again, so per-task order still holds.
 
-One exception (documented in the README's design notes): a dead *progress* row whose task
-already had a later push delivered to the same target is skipped as superseded; sending it
-would show the gateway a stale "working" update after a newer state. Rows of a canceled
-task are never dead (``cancel_undelivered`` cancels dead letters too), so a replay cannot
-push after a cancel.
+One exception (documented in the README's design notes): a dead row whose task already had a
+later push delivered to the same target is skipped as superseded, whatever its kind; sending it
+would show the gateway an older state after a newer one (a stale "working" update, or a
+question (``INPUT_REQUIRED``, stored as a final push) after the turn that answered it).
+Rows of a canceled task are never dead (``cancel_undelivered`` cancels dead letters too), so a
+replay cannot push after a cancel.
 """
 
 from __future__ import annotations
@@ -88,17 +89,15 @@ async def replay(
     """Re-queue the dead rows ``ids`` (or every dead row when ``ids`` is None)."""
     o = PushOutboxRow
     later = aliased(PushOutboxRow)
-    superseded = and_(
-        o.kind == "progress",
-        exists().where(
-            and_(
-                later.tenant == o.tenant,
-                later.task_id == o.task_id,
-                later.config_id == o.config_id,
-                later.status == DELIVERED,
-                later.id > o.id,
-            )
-        ),
+    # CONTRACT §7: per task, pushes arrive in order; an older one after a newer is not replayed.
+    superseded = exists().where(
+        and_(
+            later.tenant == o.tenant,
+            later.task_id == o.task_id,
+            later.config_id == o.config_id,
+            later.status == DELIVERED,
+            later.id > o.id,
+        )
     )
     scope = [o.status == DEAD]
     if ids is not None:

@@ -84,8 +84,12 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(min(int(text), 10**9))
+    # RFC 9110 §10.2.3: delay-seconds = 1*DIGIT, ASCII digits only (str.isdigit() also takes
+    # "²", which int() refuses). A value past 10**9 s is "beyond any budget" without parsing
+    # it (int() refuses strings of more than 4300 digits).
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0") or "0"
+        return 1e9 if len(digits) > 9 else float(int(digits))
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

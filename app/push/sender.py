@@ -116,6 +116,9 @@ class PushSender:
         return await self._post(str(push.url), headers, encode_body(push.payload))
 
     async def _post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
+        status: int | None = None
+        retry_after: str | None = None
+        failure: AttemptResult | None = None
         try:
             async with asyncio.timeout(self._timeout):
                 async with self._client.stream("POST", url, content=body, headers=headers) as resp:
@@ -123,12 +126,18 @@ class PushSender:
                     retry_after = resp.headers.get("retry-after")
                     await _drain(resp)
         except (TimeoutError, httpx.TimeoutException):
-            return AttemptResult(Outcome.RETRYABLE, error="timeout")
+            failure = AttemptResult(Outcome.RETRYABLE, error="timeout")
         except httpx.TransportError as exc:
             # The class name only: exception text can carry the URL or peer details.
-            return AttemptResult(Outcome.RETRYABLE, error=f"network error ({type(exc).__name__})")
+            failure = AttemptResult(
+                Outcome.RETRYABLE, error=f"network error ({type(exc).__name__})"
+            )
         except httpx.HTTPError as exc:
-            return AttemptResult(Outcome.RETRYABLE, error=f"http error ({type(exc).__name__})")
+            failure = AttemptResult(Outcome.RETRYABLE, error=f"http error ({type(exc).__name__})")
+        if status is None:
+            return failure or AttemptResult(Outcome.RETRYABLE, error="no answer")
+        # The status line is the answer (CONTRACT §7: "200 means done"): a body that drips past
+        # the deadline or is cut off after it only costs the connection, not a resend.
         return AttemptResult(
             classify_status(status),
             status=status,

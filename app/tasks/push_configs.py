@@ -36,10 +36,13 @@ from app.tasks.repository import insert_for, load_task
 MAX_CONFIG_ID = 128
 MAX_SECRET = 4096
 # RFC 9110 §5.6.2 token: an auth scheme is sent as ``Authorization: <scheme> <credentials>``.
-_SCHEME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
-# A header value we can send verbatim: visible ASCII and spaces, no CR/LF (header injection).
-_HEADER_VALUE_RE = re.compile(r"^[\x20-\x7e]+$")
-_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+_SCHEME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")
+# A header value we can send verbatim (RFC 9110 §5.5 field-value): visible ASCII with inner
+# spaces, no CR/LF (header injection) and no leading or trailing space, which HTTP clients
+# refuse to send (the push would fail on every attempt). All three are matched whole
+# (``fullmatch``: ``$`` would also match before a trailing newline).
+_HEADER_VALUE_RE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+_ID_RE = re.compile(r"[\x21-\x7e]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,10 @@ class PushConfigInput:
 
 
 def _header_safe(value: str, *, field: str) -> str:
-    if len(value) > MAX_SECRET or not _HEADER_VALUE_RE.match(value):
+    if len(value) > MAX_SECRET or not _HEADER_VALUE_RE.fullmatch(value):
         raise InvalidParams(
-            f"{field} must be at most {MAX_SECRET} printable ASCII characters",
+            f"{field} must be at most {MAX_SECRET} printable ASCII characters, "
+            "without leading or trailing spaces",
             reason="invalid_push_config",
         )
     return value
@@ -96,7 +100,7 @@ def validate_push_config(
             f"{prefix}.url origin is not in the allowed gateway origins (GATEWAY_ORIGINS)",
             reason="push_url_not_allowed",
         )
-    if config.id and not _ID_RE.match(config.id):
+    if config.id and not _ID_RE.fullmatch(config.id):
         raise InvalidParams(
             f"{prefix}.id must be 1-{MAX_CONFIG_ID} printable characters without spaces",
             reason="invalid_push_config",
@@ -106,7 +110,7 @@ def validate_push_config(
     credentials: str | None = None
     if config.HasField("authentication"):
         scheme = config.authentication.scheme
-        if not _SCHEME_RE.match(scheme):
+        if not _SCHEME_RE.fullmatch(scheme):
             raise InvalidParams(
                 f"{prefix}.authentication.scheme must be an HTTP auth scheme name",
                 reason="invalid_push_config",

@@ -67,6 +67,9 @@ class Fault:
     hang_seconds: float = 0.0
     retry_after: str | None = None
     location: str | None = None
+    # "drip": the status line and headers, then the body one byte a second (past any attempt
+    # deadline); "cut": the status line and headers, then part of the body and a closed socket.
+    broken_body: str | None = None
     seen: int = 0
 
     def applies(self) -> bool:
@@ -92,6 +95,13 @@ def hang(seconds: float, times: int | None = None) -> Fault:
 
 def redirect(location: str) -> Fault:
     return Fault(status=307, times=None, location=location)
+
+
+def broken_body(kind: str, status: int = 200) -> Fault:
+    """Answer ``status`` at once, then break the body (``"drip"`` or ``"cut"``)."""
+    if kind not in ("drip", "cut"):
+        raise ValueError("broken_body: 'drip' or 'cut'")
+    return Fault(status=status, times=None, broken_body=kind)
 
 
 @dataclass(frozen=True)
@@ -281,6 +291,10 @@ class PushReceiver:
     ) -> None:
         fault = self.fault
         if fault is not None and fault.applies():
+            if fault.broken_body is not None:
+                await self._record(method, target, path, headers, body, fault.status, None)
+                await _respond_broken(writer, fault.status, fault.broken_body)
+                return
             if fault.hang_seconds:
                 await asyncio.sleep(fault.hang_seconds)
             if fault.status != 200 or fault.hang_seconds == 0:
@@ -363,6 +377,18 @@ async def _respond(
         head += f"{name}: {value}\r\n"
     writer.write(head.encode("latin-1") + b"\r\n" + body)
     await writer.drain()
+
+
+async def _respond_broken(writer: asyncio.StreamWriter, status: int, kind: str) -> None:
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n"
+    writer.write(head.encode("latin-1") + b"abc")
+    await writer.drain()
+    if kind == "drip":
+        for _ in range(97):
+            await asyncio.sleep(1.0)
+            writer.write(b"x")
+            await writer.drain()
+    # "cut": return now; the caller closes the socket with 97 bytes still owed.
 
 
 @contextlib.asynccontextmanager

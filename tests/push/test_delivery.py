@@ -7,10 +7,13 @@ import json
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import pytest
+
 from app.push.dead_letters import list_dead, replay
 from app.push.outbox import cancel_undelivered
 from app.testing.push_receiver import (
     always,
+    broken_body,
     fail_first,
     hang,
     push_receiver,
@@ -335,3 +338,38 @@ async def test_a_payload_without_a_deterministic_message_id_is_never_sent(rig: P
     assert [r.status for r in rows] == ["dead"] * 4 + ["delivered"]
     assert {r.last_error for r in rows[:4]} == {"payload has no task message id"}
     assert [p.message_id for p in rig.rx.requests] == ["t1:final"]
+
+
+@pytest.mark.parametrize("kind", ["drip", "cut"])
+async def test_a_200_whose_body_drips_or_is_cut_off_is_delivered(rig: PushRig, kind: str) -> None:
+    # CONTRACT §7: "200 means done". The body after the status line only decides whether the
+    # connection can be reused; a resend would show the gateway the push twice.
+    await rig.add_config("t1")
+    await rig.queue("t1", "final", kind="final")
+    rig.rx.fault = broken_body(kind)
+    await rig.start()
+    rows = await rig.wait_rows(lambda rs: rs[0].status != "pending", within=15)
+    assert rows[0].status == "delivered"
+    assert rows[0].attempts == 1 and rows[0].last_status == 200
+    assert len(rig.rx.requests) == 1
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "9" * 5000])
+async def test_a_retry_after_that_is_not_a_number_python_can_read_still_decides(
+    rig: PushRig, value: str
+) -> None:
+    # "²" passes str.isdigit() and fails int(); 5000 digits pass both checks and int()
+    # refuses them. Either once crashed the decision, and the row was re-sent every lease
+    # forever, never dead, holding the rest of its task.
+    await rig.add_config("t1")
+    await rig.queue("t1", "final", kind="final")
+    rig.rx.fault = fail_first(1, status=503, retry_after=value)
+    await rig.start()
+    rows = await rig.wait_rows(lambda rs: rs[0].last_status == 503 and rs[0].lease_owner is None)
+    if value == "\u00b2":  # not delay-seconds: ignored, the ordinary backoff applies
+        assert rows[0].status == "pending"
+        await rig.make_due()
+        await rig.wait_rows(lambda rs: rs[0].status == "delivered")
+    else:  # beyond any budget: dead at once
+        assert rows[0].status == "dead"
+        assert rows[0].attempts == 1

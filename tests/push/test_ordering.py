@@ -132,3 +132,21 @@ async def test_gauges_report_depth_and_age(rig: PushRig) -> None:
     await rig.wait_rows(lambda rs: rs[0].last_status == 503)
     assert rig.metrics.push_outbox_depth._value.get() == 2
     assert rig.metrics.push_oldest_pending_seconds._value.get() >= 0
+
+
+async def test_replay_skips_a_question_superseded_by_a_later_delivery(rig: PushRig) -> None:
+    # An INPUT_REQUIRED push is stored as a final push; once the task's later push was
+    # delivered, replaying the question would show the gateway an answered question last.
+    from app.push.dead_letters import replay
+
+    await rig.add_config("t1")
+    await rig.queue("t1", "ask-1", kind="final", state="TASK_STATE_INPUT_REQUIRED")
+    await rig.queue("t1", "final", kind="final", state="TASK_STATE_COMPLETED")
+    rig.rx.fault = fail_first(1, status=400)
+    await rig.start()
+    rows = await rig.wait_rows(lambda rs: rs[1].status == "delivered")
+    assert rows[0].status == "dead"
+    report = await replay(rig.db)
+    assert report.requeued == () and report.superseded == (rows[0].id,)
+    assert (await rig.rows())[0].status == "dead"
+    assert [p.message_id for p in rig.rx.deliveries] == ["t1:final"]

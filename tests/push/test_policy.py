@@ -147,3 +147,11 @@ def test_unauthorized_short_retries_then_dead() -> None:
 def test_unauthorized_counter_resets_on_other_failures() -> None:
     d = _decide(policy(), AttemptResult(Outcome.RETRYABLE, 503, "HTTP 503"), unauth=2)
     assert d.unauthorized_attempts == 0
+
+
+def test_retry_after_takes_ascii_digits_only_and_any_length() -> None:
+    assert parse_retry_after("\u00b2", NOW) is None  # str.isdigit() says yes, int() says no
+    assert parse_retry_after("\u0663", NOW) is None  # ARABIC-INDIC DIGIT THREE
+    assert parse_retry_after("9" * 5000, NOW) == 10**9  # past int()'s 4300-digit limit
+    assert parse_retry_after("0" * 5000 + "7", NOW) == 7  # leading zeros are not magnitude
+    assert parse_retry_after("999999999", NOW) == 999999999

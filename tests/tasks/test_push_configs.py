@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
-from app.db.models import PushConfigRow
+from app.db.models import PushConfigRow, TaskRow
 from app.tasks.push_secrets import PushSecretError, PushSecrets
 from app.testing.edge import EdgeHarness
-from tests.tasks.conftest import GATEWAY, PUSH_URL, rpc_error, send_params
+from tests.tasks.conftest import GATEWAY, PUSH_URL, count, rpc_error, send_params
 
 
 async def _task(edge: EdgeHarness) -> str:
@@ -143,3 +144,27 @@ def test_push_secrets():
         assert "token" not in str(exc)
     else:
         raise AssertionError("decrypted with the wrong key")
+
+
+@pytest.mark.parametrize("token", [" zqx", "zqx ", "   ", "zqx\n", "zq\r\nX-Injected: 1"])
+async def test_a_token_no_http_client_could_send_is_refused_before_any_task(
+    edge: EdgeHarness, token: str
+) -> None:
+    # Leading/trailing spaces (RFC 9110 §5.5) and line breaks: HTTP clients refuse to send
+    # them, so the push could never be delivered; a "$" in the check once let "tok\n" through.
+    params = send_params(push={"url": PUSH_URL, "token": token})
+    response = await edge.rpc("SendMessage", params)
+    doc = response.json()
+    assert doc["error"]["code"] == -32602, doc
+    assert "token" in doc["error"]["message"]
+    assert "zq" not in response.text  # a secret is never echoed
+    assert await count(edge.services.db, TaskRow) == 0
+
+
+async def test_a_config_id_with_a_trailing_newline_is_refused(edge: EdgeHarness) -> None:
+    task = (await edge.result("SendMessage", send_params()))["task"]
+    response = await edge.rpc(
+        "CreateTaskPushNotificationConfig",
+        {"taskId": task["id"], "id": "cfg\n", "url": PUSH_URL, "token": "t"},
+    )
+    assert response.json()["error"]["code"] == -32602
