@@ -28,7 +28,13 @@ class Settings(BaseSettings):
     """Every knob of the edge. Env var names are given by the aliases."""
 
     model_config = SettingsConfigDict(
-        env_prefix="EDGE_", case_sensitive=False, extra="ignore", populate_by_name=True
+        env_prefix="EDGE_",
+        case_sensitive=False,
+        extra="ignore",
+        populate_by_name=True,
+        # "inf" and "nan" parse as floats: no duration, budget or age may be one (an infinite
+        # retention overflowed the purge's date arithmetic, which then never ran).
+        allow_inf_nan=False,
     )
 
     # --- identity of this edge ---------------------------------------------------------------
@@ -85,7 +91,7 @@ class Settings(BaseSettings):
     turn_timeout_seconds: float = Field(default=600.0, gt=0)
     failure_text: str = "The agent could not complete this turn. Please try again."
     blocking_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-    task_retention_days: float = Field(default=30.0, gt=0)
+    task_retention_days: float = Field(default=30.0, gt=0, le=36500)
     default_history_length: int = Field(default=50, ge=0, le=1000)
 
     # --- push delivery ------------------------------------------------------------------------
@@ -112,6 +118,23 @@ class Settings(BaseSettings):
                 except json.JSONDecodeError:
                     raise ValueError("must be a JSON array of origins or one origin") from None
             return [text]
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+    @field_validator("push_secret_key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # The key material of the push-secret encryption (HKDF input): at least 16 bytes.
+        text = "" if value is None else value.get_secret_value()
+        if text.strip() and len(text.encode()) < 16:
+            raise ValueError("must be at least 16 bytes (e.g. openssl rand -base64 32)")
         return value
 
     @field_validator("rpc_path", "jwks_path")
@@ -149,7 +172,7 @@ class Settings(BaseSettings):
         if self.signing_key_file is not None:
             try:
                 return self.signing_key_file.read_text(encoding="utf-8")
-            except OSError:
+            except (OSError, UnicodeDecodeError):
                 raise ConfigError(
                     "A2A_SIGNING_KEY_FILE: cannot read the key file", reason="config"
                 ) from None
@@ -195,4 +218,5 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"{_variable_name(first['loc'])}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{_variable_name(first['loc'])}: {message}") from None

@@ -57,6 +57,16 @@ def test_gateway_origins_from_env_json_or_single(monkeypatch: pytest.MonkeyPatch
         ({"database_url": "mysql://x/y"}, "DATABASE_URL"),
         ({"max_body_bytes": "lots"}, "EDGE_MAX_BODY_BYTES"),
         ({"rpc_path": "a2a"}, "EDGE_RPC_PATH"),
+        # Values that once passed the start-up checks and failed later (a traceback, or a
+        # purge loop that never ran): each is refused at start, naming its variable.
+        ({"log_level": "abc"}, "EDGE_LOG_LEVEL"),
+        ({"log_level": ""}, "EDGE_LOG_LEVEL"),
+        ({"push_secret_key": "short"}, "EDGE_PUSH_SECRET_KEY"),
+        ({"task_retention_days": "inf"}, "EDGE_TASK_RETENTION_DAYS"),
+        ({"task_retention_days": 1e23}, "EDGE_TASK_RETENTION_DAYS"),
+        ({"push_retry_budget_seconds": "inf"}, "EDGE_PUSH_RETRY_BUDGET_SECONDS"),
+        ({"turn_timeout_seconds": "nan"}, "EDGE_TURN_TIMEOUT_SECONDS"),
+        ({"jwks_cache_seconds": "inf"}, "EDGE_JWKS_CACHE_SECONDS"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides: dict[str, object], variable: str) -> None:
@@ -92,3 +102,16 @@ def test_every_default_the_contract_states() -> None:
     assert s.max_body_bytes == 64 * 1024  # §3 step 9
     assert s.default_history_length == 50  # §5 GetTask
     assert s.task_retention_days == 30.0  # §6
+
+
+def test_a_key_file_that_is_not_utf8_names_the_variable(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "key.bin"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    message = _config_error(signing_key=None, signing_key_file=path)
+    assert message.startswith("A2A_SIGNING_KEY_FILE: ")
+
+
+def test_the_log_level_is_read_in_any_case() -> None:
+    assert load_settings(**GOOD, log_level="debug").log_level == "DEBUG"
+    messages = _config_error(log_level="verbose")
+    assert messages == "EDGE_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"

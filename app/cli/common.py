@@ -7,13 +7,25 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.db.engine import Database
 from app.errors import ConfigError
 from app.settings import Settings, load_settings
 
 T = TypeVar("T")
 
-EXIT_USAGE = 2
-EXIT_CONFIG = 78  # EX_CONFIG (sysexits.h)
+EXIT_USAGE = 2  # a bad argument, or a named object that does not exist
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE (sysexits.h): the database cannot be used
+EXIT_CONFIG = 78  # EX_CONFIG (sysexits.h): a setting is missing or wrong
+
+# What a database that is unreachable, missing, or not migrated raises through SQLAlchemy and
+# asyncpg/aiosqlite (connection refused and DNS failures are OSErrors).
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, OSError)
+_DB_FAILURE = (
+    "cannot use the database ({}); is DATABASE_URL right and reachable, "
+    "and the schema migrated (looping-edge migrate)?"
+)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -26,6 +38,20 @@ def settings_or_exit() -> Settings:
         return load_settings()
     except ConfigError as exc:
         raise SystemExit(fail(exc.message, EXIT_CONFIG)) from None
+
+
+def open_database(settings: Settings) -> Database:
+    """The database of ``DATABASE_URL``, or exit 78 naming it (no connection is made yet)."""
+    try:
+        return Database(settings.database_url)
+    except ConfigError as exc:
+        raise SystemExit(fail(exc.message, EXIT_CONFIG)) from None
+
+
+def database_failed(exc: BaseException) -> int:
+    """One line, exit 69. Only the error's class: its text can hold the DSN, SQL parameters
+    (a tenant's agent config) or the server's address."""
+    return fail(_DB_FAILURE.format(type(exc).__name__), EXIT_UNAVAILABLE)
 
 
 def run(coro_factory: Callable[[], Awaitable[T]]) -> T:

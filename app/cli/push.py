@@ -12,11 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from app.cli.common import fail, run, settings_or_exit
+from app.cli.common import (
+    DATABASE_ERRORS,
+    database_failed,
+    fail,
+    open_database,
+    run,
+    settings_or_exit,
+)
 from app.db.engine import Database
-from app.errors import ConfigError
 from app.push.dead_letters import list_dead, replay
 
 
@@ -37,15 +41,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rep.set_defaults(func=cmd_replay)
 
 
-_DB_FAILURE = "cannot use the push outbox ({}); is DATABASE_URL right and migrated?"
+_MAX_ID = 2**63 - 1  # the outbox's id column is a 64-bit integer
 
 
 def _database() -> Database:
-    settings = settings_or_exit()
-    try:
-        return Database(settings.database_url)
-    except ConfigError as exc:
-        raise SystemExit(fail(exc.message)) from None
+    return open_database(settings_or_exit())
 
 
 def cmd_dead(args: argparse.Namespace) -> int:
@@ -56,8 +56,8 @@ def cmd_dead(args: argparse.Namespace) -> int:
     async def go() -> int:
         try:
             letters = await list_dead(db, tenant=args.tenant, limit=args.limit)
-        except (SQLAlchemyError, OSError) as exc:
-            return fail(_DB_FAILURE.format(type(exc).__name__))
+        except DATABASE_ERRORS as exc:
+            return database_failed(exc)
         finally:
             await db.dispose()
         if args.json:
@@ -80,19 +80,21 @@ def cmd_dead(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.all == bool(args.ids):
         return fail("give dead-letter IDs or --all (not both)")
+    if any(not 1 <= i <= _MAX_ID for i in args.ids):
+        return fail("dead-letter IDs are positive integers (as `push dead` lists them)")
     db = _database()
 
     async def go() -> int:
         try:
             report = await replay(db, ids=None if args.all else list(args.ids), tenant=args.tenant)
-        except (SQLAlchemyError, OSError) as exc:
-            return fail(_DB_FAILURE.format(type(exc).__name__))
+        except DATABASE_ERRORS as exc:
+            return database_failed(exc)
         finally:
             await db.dispose()
         print(f"re-queued {len(report.requeued)} push(es)" + _ids(report.requeued))
         if report.superseded:
             print(
-                f"skipped {len(report.superseded)} progress push(es) superseded by a later "
+                f"skipped {len(report.superseded)} push(es) superseded by a later "
                 "delivered push" + _ids(report.superseded)
             )
         if report.not_dead:

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.common import EXIT_CONFIG, fail, settings_or_exit
+from app.cli.common import (
+    DATABASE_ERRORS,
+    EXIT_CONFIG,
+    database_failed,
+    fail,
+    open_database,
+    settings_or_exit,
+)
 from app.errors import ConfigError
+
+MAX_SERVE_WORKERS = 64
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +34,11 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from app.db.migrate import upgrade_to_head
 
     settings = settings_or_exit()
-    upgrade_to_head(settings.database_url)
+    open_database(settings)  # the URL's shape and driver first: exit 78 naming DATABASE_URL
+    try:
+        upgrade_to_head(settings.database_url)
+    except DATABASE_ERRORS as exc:
+        return database_failed(exc)
     print(f"schema at head on {settings.database_url.split('://', 1)[0]}")
     return 0
 
@@ -36,6 +49,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.ops.logging import configure_logging
 
     settings = settings_or_exit()
+    if not 1 <= args.workers <= MAX_SERVE_WORKERS:
+        # Each process holds its own database pools (EDGE_DB_POOL_SIZE and the read pool):
+        # past a few dozen, PostgreSQL's max_connections and the host's memory run out first.
+        return fail(f"--workers must be between 1 and {MAX_SERVE_WORKERS}")
     if settings.is_sqlite and args.workers > 1:
         return fail("--workers > 1 needs PostgreSQL (SQLite runs in one process)", EXIT_CONFIG)
     try:

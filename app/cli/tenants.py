@@ -9,9 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from app.agents.kinds import AGENT_KINDS
-from app.cli.common import fail, settings_or_exit
-from app.db.engine import Database
-from app.tenants.manifest import TenantManifest, validate_tenant_id
+from app.cli.common import (
+    DATABASE_ERRORS,
+    database_failed,
+    fail,
+    open_database,
+    settings_or_exit,
+)
+from app.tenants.manifest import TenantManifest, strict_json_object, validate_tenant_id
 from app.tenants.registry import TenantExists, TenantMissing, TenantRecord, TenantStore
 
 
@@ -65,23 +70,24 @@ class _Usage(Exception):
     pass
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _read_text(path: Path, what: str) -> str:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except OSError:
         raise _Usage(f"cannot read {what} file {path}") from None
-    except json.JSONDecodeError as exc:
-        raise _Usage(f"{what} file {path} is not valid JSON (line {exc.lineno})") from None
-    if not isinstance(doc, dict):
-        raise _Usage(f"{what} file {path} must hold a JSON object")
-    return doc
+    except UnicodeDecodeError:
+        raise _Usage(f"{what} file {path} is not UTF-8 text") from None
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return strict_json_object(_read_text(path, what), what)
+    except ValueError as exc:
+        raise _Usage(f"invalid {what} {path}: {exc}") from None
 
 
 def _manifest(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        raise _Usage(f"cannot read manifest file {path}") from None
+    text = _read_text(path, "manifest")
     try:
         return TenantManifest.from_json_text(text).model_dump(mode="json", exclude_none=True)
     except ValueError as exc:
@@ -185,9 +191,9 @@ _SIMPLE = {"show": _show_cmd, "enable": _enable, "disable": _disable, "remove": 
 
 def _run(action: Any, args: argparse.Namespace) -> int:
     settings = settings_or_exit()
+    db = open_database(settings)
 
     async def go() -> int:
-        db = Database(settings.database_url)
         try:
             return int(await action(TenantStore(db), args))
         finally:
@@ -199,3 +205,5 @@ def _run(action: Any, args: argparse.Namespace) -> int:
         return fail(str(exc))
     except TenantMissing:
         return fail(f"no tenant '{args.id}'")
+    except DATABASE_ERRORS as exc:
+        return database_failed(exc)

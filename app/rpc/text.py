@@ -10,6 +10,7 @@ SQLite stored it. Both are refused up front, the same way on both backends.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -27,6 +28,15 @@ def shown(value: str, limit: int = 64) -> str:
     """A client-supplied value safe to echo in an error message: printable and bounded."""
     cleaned = _UNSAFE.sub("?", value)
     return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
+
+
+def finite_float(literal: str) -> float:
+    """``parse_float`` for JSON readers: a number past a double's range (``1e999``) is not
+    read as infinity (RFC 8259 §6: such numbers are not interoperable; I-JSON, RFC 7493 §2.2)."""
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"the number {shown(literal, 24)} is out of range")
+    return value
 
 
 def is_clean(text: str) -> bool:

@@ -25,6 +25,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from app.rpc.text import finite_float, first_bad_text, shown
+
 TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
 _TENANT_ID = re.compile(TENANT_ID_RE)
 
@@ -128,13 +130,7 @@ class TenantManifest(_Model):
         """Parse and validate; ``ValueError`` with a readable message naming the field."""
         if len(text.encode("utf-8", errors="surrogatepass")) > MAX_MANIFEST_BYTES:
             raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
-        try:
-            data = json.loads(
-                text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant
-            )
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"manifest is not valid JSON (line {exc.lineno})") from None
-        return cls.from_data(data)
+        return cls.from_data(strict_json_object(text, "manifest"))
 
     @classmethod
     def from_data(cls, data: object) -> TenantManifest:
@@ -160,11 +156,36 @@ class TenantManifest(_Model):
         return fields
 
 
+def strict_json_object(text: str, what: str) -> dict[str, Any]:
+    """A JSON object an operator wrote (a manifest, an agent config): duplicate members,
+    ``NaN``/``Infinity``, U+0000, unpaired surrogates and nesting too deep to parse are refused
+    with a ``ValueError`` naming ``what`` (PostgreSQL's jsonb refuses the middle three, and
+    SQLite would store text no JSON reader accepts)."""
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write first
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_refuse_constant,
+            parse_float=finite_float,
+        )
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON (line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a JSON object")
+    where = first_bad_text(data, what)
+    if where is not None:
+        raise ValueError(f"{shown(where, 120)} must be valid Unicode text without U+0000")
+    return data
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise ValueError(f"manifest repeats the member '{key[:64]}'")
+            raise ValueError(f"the JSON repeats the member '{shown(key)}'")
         result[key] = value
     return result
 

@@ -146,3 +146,80 @@ def test_serve_picks_up_tenant_changes_without_restart(
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+# --- bad input: one line, a documented exit code, no traceback, no secret ------------------
+
+SECRET = "s3cret-in-the-dsn"
+
+
+def _one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and SECRET not in done.stderr + done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [("tenants", "list"), ("migrate",), ("push", "dead")])
+@pytest.mark.parametrize(
+    "url",
+    ["mysql://root:" + SECRET + "@localhost/db", "postgresql://x@localhost/db", "not a url"],
+)
+def test_a_database_url_of_the_wrong_shape_is_78_naming_it(
+    tmp_path: Path, command: tuple[str, ...], url: str
+) -> None:
+    done = _cli(_env(tmp_path / "x.db", DATABASE_URL=url), *command)
+    assert _one_line(done, 78).startswith("looping-edge: DATABASE_URL")
+
+
+@pytest.mark.parametrize("command", [("tenants", "list"), ("migrate",), ("push", "dead")])
+def test_an_unreachable_database_is_69_without_its_address_or_password(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    # Nothing listens on port 1: a real refused connection, not a mock.
+    url = f"postgresql+asyncpg://postgres:{SECRET}@127.0.0.1:1/nowhere"
+    line = _one_line(_cli(_env(tmp_path / "x.db", DATABASE_URL=url), *command), 69)
+    assert "cannot use the database" in line and "127.0.0.1" not in line
+
+
+def test_an_unmigrated_database_is_69_and_says_so(tmp_path: Path) -> None:
+    done = _cli(_env(tmp_path / "empty.db"), "tenants", "list")
+    assert "looping-edge migrate" in _one_line(done, 69)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"api_token": "' + SECRET.encode() + b'", "x": NaN}',
+        b'{"api_token": "' + SECRET.encode() + b'", "x": 1e999}',
+        b'{"api_token": "' + SECRET.encode() + b'\\u0000"}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b"\xff\xfe not utf-8",
+        b'{"a": 1, "a": 2}',
+    ],
+)
+def test_a_bad_agent_config_is_refused_without_echoing_it(
+    operator: tuple[dict[str, str], Path], tmp_path: Path, content: bytes
+) -> None:
+    env, manifest = operator
+    config = tmp_path / "agent.json"
+    config.write_bytes(content)
+    done = _cli(
+        env, "tenants", "add", "sec", "--manifest", str(manifest), "--agent-config", str(config)
+    )
+    assert "agent config" in _one_line(done, 2)
+    assert _cli(env, "tenants", "show", "sec").returncode == 2  # nothing half-written
+
+
+@pytest.mark.parametrize("workers", ["0", "-2", "65", "100000"])
+def test_serve_refuses_a_worker_count_out_of_range(tmp_path: Path, workers: str) -> None:
+    # 100000 once started processes until the host ran out of memory.
+    done = _cli(_env(tmp_path / "x.db"), "serve", "--workers", workers)
+    assert _one_line(done, 2) == "looping-edge: --workers must be between 1 and 64"
+
+
+def test_push_replay_refuses_an_id_no_row_can_have(operator: tuple[dict[str, str], Path]) -> None:
+    env, _ = operator
+    done = _cli(env, "push", "replay", "99999999999999999999999")
+    assert "positive integers" in _one_line(done, 2)

@@ -77,4 +77,4 @@ async def test_unmigrated_database_is_one_clear_line(
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path}/empty.db"
     code, _, err = await _cli(monkeypatch, capsys, url, "push", "dead")
-    assert code == 2 and "migrated" in err and "Traceback" not in err
+    assert code == 69 and "migrated" in err and "Traceback" not in err

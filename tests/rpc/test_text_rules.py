@@ -169,3 +169,10 @@ async def test_a_content_length_that_is_not_digits_is_400(
     )
     assert response.status_code == 400, response.text
     assert response.text == "bad request: invalid Content-Length"
+
+
+async def test_a_number_past_a_doubles_range_is_not_read_as_infinity(edge: EdgeHarness) -> None:
+    body = _request("ListTasks", {"tenant": "demo", "pageSize": 0}).replace(
+        '"pageSize": 0', '"pageSize": 1e999'
+    )
+    assert _error(await _post(edge, body))["error"]["code"] == -32700
