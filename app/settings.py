@@ -192,8 +192,8 @@ class Settings(BaseSettings):
             parsed = parse_url(self.public_url, allow_loopback_http=True)
         except OriginError as exc:
             raise ConfigError(f"PUBLIC_URL: {exc}") from None
-        if parsed.path not in ("", "/"):
-            raise ConfigError("PUBLIC_URL: must be scheme://host[:port] with no path")
+        if parsed.path not in ("", "/") or "?" in self.public_url or "#" in self.public_url:
+            raise ConfigError("PUBLIC_URL: must be scheme://host[:port] with no path or query")
         try:
             self.allowlist  # noqa: B018 - validation side effect
         except OriginError as exc:

@@ -10,7 +10,8 @@ its own EdDSA tokens and verifies every push callback against the pin and its ``
 
 Exit codes of ``send``: 0 completed (or waiting for input: answer with ``--task-id``),
 1 failed/rejected/canceled, 3 no final push before ``--timeout``, 4 registration or
-verification failure (the message says which check), 2 usage.
+verification failure (the message says which check, or a state file it will not overwrite),
+2 usage, 130 interrupted (Ctrl-C; the turn goes on at the edge).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from app.gatewaydev.registration import Registration, RegistrationError, http_cl
 from app.gatewaydev.registration import register as register_with_edge
 from app.gatewaydev.session import INTERRUPTED, PushEvent, Turn, follow, send_turn
 from app.gatewaydev.state import GatewayState
+from app.gatewaydev.verify import VerificationError
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
 
 EXIT_FAILED = 1
 EXIT_TIMEOUT = 3
 EXIT_VERIFY = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -143,6 +146,8 @@ async def _send(args: argparse.Namespace) -> int:
             state, kit, receiver = await _open_gateway(stack, args, strict=True)
         except OSError as exc:
             return _listen_error(args, exc)
+        except VerificationError as exc:  # a state file we will not overwrite
+            return fail(str(exc), EXIT_VERIFY)
         client = await stack.enter_async_context(http_client())
         try:
             reg = await register_with_edge(
@@ -191,6 +196,8 @@ async def _serve(args: argparse.Namespace) -> int:
             state, kit, receiver = await _open_gateway(stack, args, strict=False)
         except OSError as exc:
             return _listen_error(args, exc)
+        except VerificationError as exc:  # a state file we will not overwrite
+            return fail(str(exc), EXIT_VERIFY)
         async with http_client() as client:
             try:
                 reg = await register_with_edge(
@@ -220,10 +227,17 @@ async def _print_pushes(receiver: PushReceiver) -> None:
 def cmd_send(args: argparse.Namespace) -> int:
     if not 0 < args.timeout <= 86400:
         return fail("--timeout must be between 0 and 86400 seconds")
-    return run(lambda: _send(args))
+    if not 0 <= args.port <= 65535:
+        return fail("--port must be between 0 and 65535")
+    try:
+        return run(lambda: _send(args))
+    except KeyboardInterrupt:
+        return fail("interrupted; the turn goes on at the edge", EXIT_INTERRUPTED)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        return fail("--port must be between 0 and 65535")
     with contextlib.suppress(KeyboardInterrupt):
         return run(lambda: _serve(args))
     return 0

@@ -49,6 +49,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.ops.logging import configure_logging
 
     settings = settings_or_exit()
+    if not 0 <= args.port <= 65535:
+        return fail("--port must be between 0 and 65535")
     if not 1 <= args.workers <= MAX_SERVE_WORKERS:
         # Each process holds its own database pools (EDGE_DB_POOL_SIZE and the read pool):
         # past a few dozen, PostgreSQL's max_connections and the host's memory run out first.

@@ -69,7 +69,7 @@ class GatewayState:
             return {}
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):
             raise VerificationError(f"{path} is unreadable; remove it to re-register") from None
         return doc if isinstance(doc, dict) else {}
 
@@ -105,12 +105,16 @@ class GatewayState:
 
     def endpoints(self) -> dict[str, str]:
         path = self.directory / ENDPOINTS_FILE
+        if not path.exists():
+            return {}
+        # Refused, not treated as empty: the next save would replace it and lose the
+        # notification tokens of every registration (as pins.json is refused above).
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return {}
+        except (OSError, ValueError):
+            raise VerificationError(f"{path} is unreadable; remove it to start over") from None
         if not isinstance(doc, dict):
-            return {}
+            raise VerificationError(f"{path} is not a JSON object; remove it to start over")
         return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
 
     def save_endpoint(self, push_path: str, token: str) -> None:

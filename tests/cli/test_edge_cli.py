@@ -223,3 +223,37 @@ def test_push_replay_refuses_an_id_no_row_can_have(operator: tuple[dict[str, str
     env, _ = operator
     done = _cli(env, "push", "replay", "99999999999999999999999")
     assert "positive integers" in _one_line(done, 2)
+
+
+def test_serve_refuses_a_port_out_of_range(tmp_path: Path) -> None:
+    # 99999 once "ran" on another port than the one it logged.
+    done = _cli(_env(tmp_path / "x.db"), "serve", "--port", "99999")
+    assert _one_line(done, 2) == "looping-edge: --port must be between 0 and 65535"
+
+
+def test_a_public_url_with_a_query_is_refused(tmp_path: Path) -> None:
+    done = _cli(_env(tmp_path / "x.db", PUBLIC_URL="https://edge.example.com?x=1"), "serve")
+    assert _one_line(done, 78).startswith("looping-edge: PUBLIC_URL: must be scheme://host")
+
+
+def test_gateway_dev_refuses_to_overwrite_a_corrupt_endpoints_file(tmp_path: Path) -> None:
+    # Treated as empty, the next registration replaced it: every stored token was lost.
+    state = tmp_path / "gw"
+    state.mkdir()
+    (state / "endpoints.json").write_text("{corrupt")
+    done = _cli(
+        _env(tmp_path / "x.db"),
+        "gateway-dev",
+        "send",
+        "--edge",
+        "http://127.0.0.1:1",
+        "--tenant",
+        "demo",
+        "--state-dir",
+        str(state),
+        "--port",
+        "0",
+        "hello",
+    )
+    assert "endpoints.json is unreadable" in _one_line(done, 4)
+    assert (state / "endpoints.json").read_text() == "{corrupt"
