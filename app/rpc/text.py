@@ -49,19 +49,19 @@ def may_hold_bad_text(body: bytes) -> bool:
 
 def first_bad_text(value: Any, path: str) -> str | None:
     """The path (``params.message.parts[0].text``) of the first string, member name or value,
-    that is not clean text; None when all are."""
-    if isinstance(value, str):
-        return None if is_clean(value) else path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not is_clean(key):
-                return f"{path}.<member name>"
-            found = first_bad_text(item, f"{path}.{key}")
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = first_bad_text(item, f"{path}[{index}]")
-            if found is not None:
-                return found
+    that is not clean text; None when all are. Iterative: a body may nest as deep as the JSON
+    parser allows, deeper than a recursive walk could follow from inside a request."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not is_clean(item):
+                return where
+        elif isinstance(item, dict):
+            for key in item:
+                if not is_clean(key):
+                    return f"{where}.<member name>"
+            stack.extend((item[key], f"{where}.{key}") for key in reversed(list(item)))
+        elif isinstance(item, list):
+            stack.extend((item[i], f"{where}[{i}]") for i in range(len(item) - 1, -1, -1))
     return None

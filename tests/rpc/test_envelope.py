@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from app.errors import InvalidRequest, ParseError
 from app.rpc.envelope import EnvelopeError, parse_request
 from app.rpc.responses import failure, success
+from app.rpc.text import first_bad_text
 
 
 def test_valid_request_parses() -> None:
@@ -63,3 +66,13 @@ def test_error_document_carries_error_info() -> None:
 
 def test_success_document() -> None:
     assert success("a", {"x": 1}) == {"jsonrpc": "2.0", "id": "a", "result": {"x": 1}}
+
+
+def test_the_bad_text_walk_does_not_recurse() -> None:
+    # It runs inside a request, deeper in the stack than the parser that built the value: a
+    # recursive walk met RecursionError (a 500) on a body nested near the parser's limit.
+    value: object = "\x00"
+    for _ in range(5 * sys.getrecursionlimit()):
+        value = [value]
+    where = first_bad_text({"x": value}, "params")
+    assert where is not None and where.startswith("params.x[0][0]")
