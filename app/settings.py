@@ -117,6 +117,10 @@ class Settings(BaseSettings):
                     return json.loads(text)
                 except json.JSONDecodeError:
                     raise ValueError("must be a JSON array of origins or one origin") from None
+            if "," in text:
+                raise ValueError(
+                    'several origins are a JSON array: ["https://a.example","https://b.example"]'
+                )
             return [text]
         return value
 

@@ -51,6 +51,7 @@ def test_gateway_origins_from_env_json_or_single(monkeypatch: pytest.MonkeyPatch
         ({"gateway_origins": []}, "GATEWAY_ORIGINS"),
         ({"gateway_origins": ["  "]}, "GATEWAY_ORIGINS"),
         ({"gateway_origins": ["https://gw.test/path"]}, "GATEWAY_ORIGINS"),
+        ({"gateway_origins": "https://a.test,https://b.test"}, "JSON array"),
         ({"public_url": ""}, "PUBLIC_URL"),
         ({"public_url": "http://edge.example.com"}, "PUBLIC_URL"),
         ({"public_url": "https://edge.example.com/base"}, "PUBLIC_URL"),
