@@ -37,14 +37,10 @@ def _valid_id(value: object) -> bool:
     return value is None or isinstance(value, str | int)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 # RFC 8259 §6: NaN and Infinity are not JSON numbers (Python's parser accepts them by default;
 # they reached protobuf as an OverflowError, a -32603), and 1e999 is not read as infinity.
 # Built once: ``json.loads`` with any keyword builds a new decoder on every call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=text.finite_float)
+_DECODER = json.JSONDecoder(parse_constant=text.refuse_constant, parse_float=text.finite_float)
 
 
 def parse_request(body: bytes) -> JsonRpcRequest:

@@ -30,6 +30,12 @@ def shown(value: str, limit: int = 64) -> str:
     return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
 
 
+def refuse_constant(name: str) -> Any:
+    """``parse_constant`` for JSON readers: NaN, Infinity and -Infinity are not JSON numbers
+    (RFC 8259 §6), though Python's parser reads them by default."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def finite_float(literal: str) -> float:
     """``parse_float`` for JSON readers: a number past a double's range (``1e999``) is not
     read as infinity (RFC 8259 §6: such numbers are not interoperable; I-JSON, RFC 7493 §2.2)."""

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from app.rpc.text import finite_float, first_bad_text, shown
+from app.rpc.text import finite_float, first_bad_text, refuse_constant, shown
 
 TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
 _TENANT_ID = re.compile(TENANT_ID_RE)
@@ -166,7 +166,7 @@ def strict_json_object(text: str, what: str) -> dict[str, Any]:
         data = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
-            parse_constant=_refuse_constant,
+            parse_constant=refuse_constant,
             parse_float=finite_float,
         )
     except json.JSONDecodeError as exc:
@@ -188,10 +188,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"the JSON repeats the member '{shown(key)}'")
         result[key] = value
     return result
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"manifest uses {name}, which JSON does not allow")
 
 
 def _round_trip(message_type: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
