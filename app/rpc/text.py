@@ -57,6 +57,8 @@ def first_bad_text(value: Any, path: str) -> str | None:
     """The path (``params.message.parts[0].text``) of the first string, member name or value,
     that is not clean text; None when all are. Iterative: a body may nest as deep as the JSON
     parser allows, deeper than a recursive walk could follow from inside a request."""
+    if _all_clean(value):
+        return None  # the common case (escaped surrogate pairs): no paths built
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -71,3 +73,20 @@ def first_bad_text(value: Any, path: str) -> str | None:
         elif isinstance(item, list):
             stack.extend((item[i], f"{where}[{i}]") for i in range(len(item) - 1, -1, -1))
     return None
+
+
+def _all_clean(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _BAD_TEXT.search(item) is not None:
+                return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if _BAD_TEXT.search(key) is not None:
+                    return False
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
