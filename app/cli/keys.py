@@ -80,17 +80,18 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_key_text(key_file: Path | None) -> str:
+def _read_key_text(key_file: Path | None) -> tuple[str, str]:
+    """The key's text and where it came from (named in errors)."""
     if key_file is None:
         text = os.environ.get("A2A_SIGNING_KEY", "")
         if text.strip():
-            return text
+            return text, "A2A_SIGNING_KEY"
         named = os.environ.get("A2A_SIGNING_KEY_FILE", "")
         if not named:
             raise _UsageError("no key: pass --key-file or set A2A_SIGNING_KEY")
         key_file = Path(named)
     try:
-        return key_file.read_text(encoding="utf-8")
+        return key_file.read_text(encoding="utf-8"), f"key file {key_file}"
     except (OSError, UnicodeDecodeError):
         raise _UsageError(f"cannot read key file {key_file}") from None
 
@@ -98,10 +99,12 @@ def _read_key_text(key_file: Path | None) -> str:
 def _public(args: argparse.Namespace) -> int:
     if args.kid is not None or args.env or args.out is not None:
         raise _UsageError("--public takes only --key-file")
+    text, source = _read_key_text(args.key_file)
     try:
-        key = SigningKey.from_jwk_json(_read_key_text(args.key_file))
+        key = SigningKey.from_jwk_json(text)
     except ConfigError as exc:
-        raise _UsageError(exc.message) from None
+        # The loader names the variable; the defect is the same wherever the key came from.
+        raise _UsageError(f"{source}: {exc.message.removeprefix('A2A_SIGNING_KEY: ')}") from None
     print(key.jwks_json.decode("utf-8"))
     return 0
 

@@ -107,6 +107,13 @@ class TenantStore:
 
         async with self._db.transaction() as s:
             values: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
+            row = await s.get(TenantRow, tenant_id, with_for_update=True)
+            if row is None:
+                raise TenantMissing(tenant_id)
+            if all(getattr(row, k) == v for k, v in values.items()):
+                # Nothing changes (``disable`` of a disabled tenant, say): no new revision, so
+                # the running edges do not re-sign its card for nothing.
+                return TenantRecord.from_row(row)
             values["revision"] = TenantRow.revision + 1
             values["updated_at"] = _utcnow()
             result = await s.execute(

@@ -154,17 +154,22 @@ def test_bad_input_exits_2_with_one_line(
     assert fragment in err
 
 
-def test_public_with_a_bad_key_names_the_variable_and_hides_the_key(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_public_with_a_bad_key_names_its_source_and_hides_the_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    bad = '{"kty":"OKP","crv":"Ed25519","x":"AAAA","d":"SECRETSECRET"}'
     target = tmp_path / "bad.jwk"
-    target.write_text('{"kty":"OKP","crv":"Ed25519","x":"AAAA","d":"SECRETSECRET"}')
+    target.write_text(bad)
     code, out, err = _run(capsys, "--public", "--key-file", str(target))
     assert code == 2
     assert out == ""
-    assert "A2A_SIGNING_KEY" in err
+    # The file it read, not a variable that was never set.
+    assert f"key file {target}: " in err and "A2A_SIGNING_KEY" not in err
     assert "kid" in err
     assert "SECRETSECRET" not in err
+    monkeypatch.setenv("A2A_SIGNING_KEY", bad)
+    code, _, err = _run(capsys, "--public")
+    assert code == 2 and "A2A_SIGNING_KEY: " in err and "SECRETSECRET" not in err
 
 
 def test_console_script_round_trip(tmp_path: Path) -> None:

@@ -1,0 +1,38 @@
+"""The tenant store (app/tenants/registry.py): revisions move only on a real change."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.db.engine import Database
+from app.tenants.registry import TenantMissing, TenantRecord, TenantStore
+from app.testing.edge import demo_manifest
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[TenantStore]:
+    db = Database(db_url)
+    try:
+        yield TenantStore(db)
+    finally:
+        await db.dispose()
+
+
+async def test_an_update_that_changes_nothing_keeps_the_revision(store: TenantStore) -> None:
+    # Every revision makes the running edges re-sign the tenant's card: only a change may.
+    await store.add(TenantRecord(id="acme", manifest=demo_manifest()))
+    disabled = await store.update("acme", enabled=False)
+    assert disabled.revision == 2 and not disabled.enabled
+    again = await store.update("acme", enabled=False)
+    assert again.revision == 2
+    same = await store.update("acme", manifest=demo_manifest(), agent_kind="echo")
+    assert same.revision == 2
+    enabled = await store.update("acme", enabled=True)
+    assert enabled.revision == 3 and enabled.enabled
+
+
+async def test_updating_a_missing_tenant_says_so(store: TenantStore) -> None:
+    with pytest.raises(TenantMissing):
+        await store.update("nobody", enabled=False)
