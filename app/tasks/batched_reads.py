@@ -13,8 +13,8 @@ find every slot busy queue, and the statement that finishes first takes the queu
 Scope: every key is the full ``(tenant, identity, task id)`` triple of its own caller, and the
 statement joins on all three, exactly as the single-task query filters (ARCHITECTURE: every
 tenant-data query takes the caller scope). A row answers only the request at its ordinal.
-A failed batch statement is run again per request, so one caller's key that the database
-refuses fails only that caller's read.
+A batch statement refused for a value it carried is run again per request, so one caller's
+key that the database refuses fails only that caller's read; a lost connection fails the batch.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import asyncpg
 
 from app.security.caller import CallerScope
 
@@ -99,6 +101,11 @@ class StatementRunner(Protocol):
 
     async def fetchrow(self, query: str, *args: Any) -> Sequence[Any] | None: ...
     async def fetch(self, query: str, *args: Any) -> Sequence[Any]: ...
+
+
+# A statement refused for the values it carried: the server's refusal (PostgresError, e.g.
+# "\u0000 cannot be converted to text") or the driver's, encoding an argument (a ValueError).
+_REFUSED_VALUES: tuple[type[Exception], ...] = (asyncpg.PostgresError, ValueError)
 
 
 class TaskReadFailed(Exception):
@@ -186,13 +193,18 @@ class GetTaskBatcher:
                 [r.task_id for r in batch],
                 [r.limit for r in batch],
             )
-        except Exception as exc:
+        except _REFUSED_VALUES as exc:
             if len(batch) == 1:
                 _fail(batch, exc)
             else:
-                # One caller's key can fail the statement for all (a value PostgreSQL refuses):
-                # each read runs again alone, so a failure answers only the read it belongs to.
+                # One caller's key can fail the statement for all (a value PostgreSQL or the
+                # driver refuses): each read runs again alone, so a failure answers only the read
+                # it belongs to.
                 await self._each_alone(batch)
+        except Exception as exc:
+            # The connection or the server is gone: reads one by one would each wait for the
+            # same failure (a connect timeout apiece), so the batch fails at once.
+            _fail(batch, exc)
         except BaseException as exc:
             _fail(batch, exc)
             raise
