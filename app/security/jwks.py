@@ -11,14 +11,20 @@ The rules, each one here for a reason:
   body cannot expand past it.
 * No redirects: a 3xx is a failure (a redirect could point anywhere). Non-200 is a failure.
 * The cache is keyed by **origin**, not by URL: trust is per origin (the allowlist names
-  origins), so varying the ``jku`` path or query must not force extra fetches. The URL of the
-  first successful fetch for an origin is remembered and used for every later refresh of that
-  origin; before any success, the token's own ``jku`` URL is fetched.
+  origins), so varying the ``jku`` path or query must not force extra fetches. The URL whose
+  keys verified a token's signature (``confirm``) is **pinned** for that origin and used for
+  every later refresh. Until then the URL is only provisional: anyone can send an unsigned
+  token, so the first request must not choose the URL for the life of the process (another
+  JWKS-shaped document on the gateway's origin would otherwise lock its real keys out). A
+  token naming another URL of the origin than the provisional set's is fetched at most once
+  per ``_FAILURE_BACKOFF_SECONDS``; meanwhile the set held answers.
 * An unknown ``kid`` refetches at most once per ``jwks_cooldown_seconds`` per origin, and a
-  failed fetch with nothing cached is retried at most once per ``_FAILURE_BACKOFF_SECONDS``:
-  a flood of forged tokens cannot turn the edge into a load generator against the gateway.
-* Single-flight: one ``asyncio.Lock`` per origin; whoever waited on it re-reads the state
-  the winner left instead of fetching again.
+  failed fetch with nothing cached is retried at most once per ``_FAILURE_BACKOFF_SECONDS``
+  after it ended: a flood of forged tokens cannot turn the edge into a load generator against
+  the gateway.
+* Single-flight: one ``asyncio.Lock`` per origin; whoever waited on it while a fetch ran
+  takes the outcome that fetch left (keys or failure) instead of fetching again, so N
+  requests behind a gateway that times out wait one deadline, not N of them.
 * Steady state makes no network call at all: a cached, unexpired set answers immediately.
 * A failed refetch while a cached set exists keeps using the cached set until it expires
   (a gateway blip must not turn into 401s for keys we already hold).
@@ -133,9 +139,11 @@ class _OriginState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     keys: dict[str, Ed25519VerificationKey] | None = None
     expires_at: float = 0.0
-    url: str | None = None  # the URL of the first successful fetch (see module docstring)
-    last_attempt: float | None = None
+    keys_url: str | None = None  # the URL the cached keys came from
+    pinned: bool = False  # keys_url's keys verified a signature (see module docstring)
+    last_attempt: float | None = None  # when the latest fetch ended
     last_failed: bool = False
+    fetches: int = 0  # fetches ended: a waiter that sees it move takes their outcome
 
 
 class JwksFetcher:
@@ -180,24 +188,45 @@ class JwksFetcher:
         if state is None:
             state = self._states.setdefault(jku.origin, _OriginState())
         keys = state.keys
-        if keys is not None and self._clock() < state.expires_at:
+        if (
+            keys is not None
+            and self._clock() < state.expires_at
+            and (state.pinned or state.keys_url == jku.url)
+        ):
             key = keys.get(kid)
             if key is not None:
                 return key  # steady state: no lock, no await, no network
+        seen = state.fetches
         async with state.lock:
-            # Re-read under the lock: a fetch we waited for may have settled the question.
-            if self._should_fetch(state, kid):
+            # A fetch that ended while we waited settled the question, whatever its outcome.
+            if state.fetches == seen and self._should_fetch(state, kid, jku):
                 await self._refresh(state, jku)
         return self._lookup(state, kid)
+
+    def confirm(self, jku: ParsedUrl, key: Ed25519VerificationKey) -> None:
+        """Pin the URL whose keys held ``key``, which has just verified a token's signature.
+
+        Only a genuine gateway token can get here, so from now on refreshes of this origin
+        fetch that URL, whatever URL later tokens name (module docstring).
+        """
+        state = self._states.get(jku.origin)
+        if state is None or state.pinned or state.keys is None:
+            return
+        if any(held is key for held in state.keys.values()):
+            state.pinned = True
 
     def _fresh(self, state: _OriginState) -> bool:
         return state.keys is not None and self._clock() < state.expires_at
 
-    def _should_fetch(self, state: _OriginState, kid: str) -> bool:
+    def _should_fetch(self, state: _OriginState, kid: str, jku: ParsedUrl) -> bool:
         now = self._clock()
         since = None if state.last_attempt is None else now - state.last_attempt
         if self._fresh(state):
             assert state.keys is not None
+            if not state.pinned and state.keys_url != jku.url:
+                # A provisional set from another URL of the origin: try the token's own URL,
+                # at the failure backoff's pace (module docstring).
+                return since is None or since >= min(self._cooldown, _FAILURE_BACKOFF_SECONDS)
             if kid in state.keys:
                 return False
             # Unknown kid on a fresh set: refetch at most once per cooldown per origin.
@@ -216,24 +245,25 @@ class JwksFetcher:
         return key
 
     async def _refresh(self, state: _OriginState, jku: ParsedUrl) -> None:
-        url = state.url or jku.url
-        state.last_attempt = self._clock()
+        url = state.keys_url if state.pinned and state.keys_url else jku.url
         self.fetch_count += 1
         try:
             keys = parse_jwks(await self._download(url))
-        except _FetchFailed as failure:
-            self._record(failure.label, jku.origin)
+        except (_FetchFailed, JoseError) as failure:
+            label = failure.label if isinstance(failure, _FetchFailed) else "invalid"
+            self._record(label, jku.origin)
             # Keep a cached set until it expires (module docstring); only mark the failure.
             state.last_failed = True
             return
-        except JoseError:
-            self._record("invalid", jku.origin)
-            state.last_failed = True
-            return
+        finally:
+            # The backoff and the cooldown count from the end of the fetch: a fetch that
+            # took the whole deadline must not leave the next one free to start at once.
+            state.last_attempt = self._clock()
+            state.fetches += 1
         self._record("ok", jku.origin)
         state.keys = keys
         state.expires_at = self._clock() + self._ttl
-        state.url = url
+        state.keys_url = url
         state.last_failed = False
 
     def _record(self, label: FetchResult, origin: str) -> None:

@@ -110,6 +110,7 @@ class GatewayTokenVerifier:
             key.verify(signature, f"{header_b64}.{payload_b64}".encode("ascii"))
         except (JoseError, InvalidSignature, ValueError):
             raise _fail("bad_signature", "token signature is invalid") from None
+        self._jwks.confirm(header.jku, key)
         self._check_time_and_audience(claims)  # step 6
         return self._caller(claims, header.jku)  # steps 7 and 8
 

@@ -231,7 +231,7 @@ async def test_cache_expires_after_the_configured_time(
 async def test_cache_is_per_origin_whatever_the_jku_path_or_query(
     fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
 ) -> None:
-    await fetcher.get_key(JKU, "gw-key-1")
+    fetcher.confirm(JKU, await fetcher.get_key(JKU, "gw-key-1"))  # a token verified: pinned
     for variant in [
         "https://gateway.test/other/jwks.json",
         "https://gateway.test/.well-known/jwks.json?x=1",
@@ -240,12 +240,149 @@ async def test_cache_is_per_origin_whatever_the_jku_path_or_query(
     ]:
         await fetcher.get_key(parse_url(variant, allow_loopback_http=False), "gw-key-1")
     assert fetcher.fetch_count == 1
-    # A later refresh uses the URL that first succeeded, not the token's variant.
+    # A later refresh uses the pinned URL, not the token's variant.
     clock.advance(601)
     await fetcher.get_key(
         parse_url("https://gateway.test/x?y", allow_loopback_http=False), "gw-key-1"
     )
     assert gateway.calls == [JWKS_URL, JWKS_URL]
+
+
+OTHER_URL = "https://gateway.test/other/jwks.json"
+OTHER = parse_url(OTHER_URL, allow_loopback_http=False)
+
+
+def other_document_too(gateway: Gateway) -> None:
+    """The gateway's origin also serves a JWKS-shaped document that is not its signing set."""
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        if str(request.url) == OTHER_URL:
+            return httpx.Response(200, json={"keys": [ed25519_jwk("someone-else")]})
+        return httpx.Response(200, json=gateway.kit.jwks())
+
+    gateway.respond = respond
+
+
+async def test_an_unverified_first_request_does_not_pin_its_url(
+    fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
+) -> None:
+    # Found by audit: an unsigned token naming another JWKS-shaped URL of the gateway's
+    # origin, sent first, chose the URL of every later refresh for the life of the process.
+    other_document_too(gateway)
+    assert await unavailable(fetcher, jku=OTHER) == "unknown_kid"
+    assert gateway.calls == [OTHER_URL]
+    clock.advance(1)  # the backoff between URLs of one origin before any token verified
+    key = await fetcher.get_key(JKU, "gw-key-1")
+    fetcher.confirm(JKU, key)
+    assert gateway.calls == [OTHER_URL, JWKS_URL]
+    # Pinned now: the other URL neither fetches nor displaces the gateway's keys.
+    clock.advance(601)
+    assert await unavailable(fetcher, "someone-else", jku=OTHER) == "unknown_kid"
+    assert gateway.calls == [OTHER_URL, JWKS_URL, JWKS_URL]
+    assert await fetcher.get_key(JKU, "gw-key-1") is not None
+
+
+async def test_before_any_token_verifies_other_urls_fetch_at_the_backoff_pace(
+    fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
+) -> None:
+    other_document_too(gateway)
+    await fetcher.get_key(JKU, "gw-key-1")
+    await fetcher.get_key(OTHER, "gw-key-1")  # within the backoff: the held set answers
+    assert fetcher.fetch_count == 1
+    clock.advance(1)
+    for _ in range(20):
+        assert await unavailable(fetcher, jku=OTHER) == "unknown_kid"
+    assert fetcher.fetch_count == 2  # the first one fetched; then the cooldown holds
+    clock.advance(1)
+    for _ in range(20):
+        await fetcher.get_key(JKU, "gw-key-1")
+    assert fetcher.fetch_count == 3
+
+
+async def test_confirm_ignores_a_key_the_cached_set_does_not_hold(
+    fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
+) -> None:
+    other_document_too(gateway)
+    key = await fetcher.get_key(JKU, "gw-key-1")
+    clock.advance(1)
+    await unavailable(fetcher, jku=OTHER)  # the provisional set is now the other URL's
+    fetcher.confirm(OTHER, key)  # a key from the replaced set pins nothing
+    clock.advance(1)
+    assert await fetcher.get_key(JKU, "gw-key-1") is not None
+    assert gateway.calls == [JWKS_URL, OTHER_URL, JWKS_URL]
+
+
+async def test_a_verified_token_pins_through_the_verifier(kit: GatewayKit) -> None:
+    clock = FakeClock()
+    settings = make_settings()
+    calls: list[str] = []
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        if str(request.url) == OTHER_URL:
+            return httpx.Response(200, json={"keys": [ed25519_jwk("gw-key-1")]})
+        return httpx.Response(200, json=kit.jwks())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
+        fetcher = JwksFetcher(settings, client, clock=clock)
+        verifier = GatewayTokenVerifier(settings, fetcher)
+        await verifier.verify(f"Bearer {kit.mint(audience=ENDPOINT)}")
+        # Signed by another key under the gateway's kid, naming the other document.
+        signed = kit.mint(audience=ENDPOINT, headers={"jku": OTHER_URL}).rsplit(".", 1)[0]
+        forged = f"{signed}.{b64url_encode(Ed25519PrivateKey.generate().sign(signed.encode()))}"
+        clock.advance(601)
+        with pytest.raises(Unauthorized) as info:
+            await verifier.verify(f"Bearer {forged}")
+        await verifier.verify(f"Bearer {kit.mint(audience=ENDPOINT)}")
+    assert info.value.reason == "bad_signature"  # the gateway's own key, not the other one
+    assert calls == [JWKS_URL, JWKS_URL]
+
+
+async def test_waiters_behind_a_slow_failing_fetch_take_its_outcome(
+    fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
+) -> None:
+    # Found by audit: a fetch that failed after more than the backoff (a 3-s timeout) let
+    # every request queued behind it fetch again, one after another: N requests, N deadlines.
+    async def slow_failure(request: httpx.Request) -> httpx.Response:
+        gateway.calls.append(str(request.url))
+        await asyncio.sleep(0.01)
+        clock.advance(3)  # the fetch took the whole deadline
+        return httpx.Response(503)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(slow_failure)) as client:
+        slow = JwksFetcher(make_settings(), client, clock=clock)
+        results = await asyncio.gather(
+            *(slow.get_key(JKU, "gw-key-1") for _ in range(6)), return_exceptions=True
+        )
+        assert all(isinstance(r, Unauthorized) and r.reason == "jwks_unavailable" for r in results)
+        assert slow.fetch_count == 1
+        # The backoff counts from the end of the failed fetch.
+        clock.advance(0.5)
+        assert await unavailable(slow) == "jwks_unavailable"
+        assert slow.fetch_count == 1
+        clock.advance(0.5)
+        assert await unavailable(slow) == "jwks_unavailable"
+        assert slow.fetch_count == 2
+
+
+async def test_waiters_behind_a_slow_successful_fetch_do_not_fetch_again(
+    fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
+) -> None:
+    async def slow_success(request: httpx.Request) -> httpx.Response:
+        gateway.calls.append(str(request.url))
+        await asyncio.sleep(0.01)
+        clock.advance(40)  # longer than the cooldown
+        return httpx.Response(200, json=gateway.kit.jwks())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(slow_success)) as client:
+        slow = JwksFetcher(make_settings(), client, clock=clock)
+        results = await asyncio.gather(
+            *(slow.get_key(JKU, kid) for kid in ["gw-key-1"] + ["nope"] * 5),
+            return_exceptions=True,
+        )
+    assert not isinstance(results[0], BaseException)
+    assert all(isinstance(r, Unauthorized) and r.reason == "unknown_kid" for r in results[1:])
+    assert slow.fetch_count == 1
 
 
 async def test_unknown_kid_refetches_at_most_once_per_cooldown(
@@ -507,6 +644,20 @@ async def test_real_server_failures(kit: GatewayKit, behaviour: Any, label: str)
     assert info.value.reason == "jwks_unavailable"
     assert fetcher.last_result == label
     assert server.request_count == 1  # the redirect was not followed
+
+
+async def test_real_server_dripping_fetch_is_fetched_once_for_all_waiters(kit: GatewayKit) -> None:
+    async with serve_jwks(kit, behaviour=SLOW_DRIP) as server:
+        # A deadline past the 1-s failure backoff: the case that refetched for each waiter.
+        settings = loopback_settings(kit, jwks_deadline_seconds=1.2)
+        async with httpx.AsyncClient(trust_env=False) as client:
+            verifier = GatewayTokenVerifier(settings, JwksFetcher(settings, client))
+            tokens = [kit.mint(audience=ENDPOINT) for _ in range(3)]
+            results = await asyncio.gather(
+                *(verifier.verify(f"Bearer {t}") for t in tokens), return_exceptions=True
+            )
+    assert all(isinstance(r, Unauthorized) and r.reason == "jwks_unavailable" for r in results)
+    assert server.request_count == 1  # one deadline for all three, not three in a row
 
 
 async def test_real_server_recovers_after_a_failure(kit: GatewayKit) -> None:
