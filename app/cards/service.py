@@ -1,7 +1,7 @@
 """Signed cards, cached: steady state serves stored bytes and signs nothing per request.
 
 The stub card is keyed by the set of tenant ids (its description may list them); a tenant card
-by ``(tenant_id, revision)``, so a manifest update (new revision) is signed once and served
+by ``(tenant_id, version)``, so a manifest update (new revision) is signed once and served
 from then on. Both caches are small LRUs: a registry churning through tenant sets or revisions
 cannot grow memory without bound.
 """
@@ -13,7 +13,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -90,7 +90,7 @@ class CardService:
         self._key = key
         self._options = options or CardOptions()
         self._stubs: _Lru[tuple[str, ...], SignedDocument] = _Lru(stub_cache_size)
-        self._tenants: _Lru[tuple[str, int], SignedDocument] = _Lru(tenant_cache_size)
+        self._tenants: _Lru[tuple[str, Hashable], SignedDocument] = _Lru(tenant_cache_size)
 
     @property
     def kid(self) -> str:
@@ -111,16 +111,17 @@ class CardService:
         return cached
 
     def tenant_document(
-        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], revision: int
+        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], version: Hashable
     ) -> SignedDocument:
-        """The signed tenant card; ``revision`` must change whenever the manifest does.
+        """The signed tenant card; ``version`` must change whenever the manifest does
+        (``TenantRecord.card_version``: a removed and re-added tenant starts at revision 1).
 
         ``manifest`` may be the stored JSON object: it is validated only on a cache miss, so a
         steady-state ``GetExtendedAgentCard`` neither validates nor signs. An invalid stored
         manifest raises ``ValueError``.
         """
         validate_tenant_id(tenant_id)
-        cache_key = (tenant_id, revision)
+        cache_key = (tenant_id, version)
         cached = self._tenants.get(cache_key)
         if cached is None:
             if not isinstance(manifest, TenantManifest):
@@ -131,7 +132,7 @@ class CardService:
         return cached
 
     def tenant_card(
-        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], revision: int
+        self, tenant_id: str, manifest: TenantManifest | Mapping[str, Any], version: Hashable
     ) -> dict[str, Any]:
         """The ``GetExtendedAgentCard`` result: the signed card object (a private copy)."""
-        return copy.deepcopy(self.tenant_document(tenant_id, manifest, revision).card)
+        return copy.deepcopy(self.tenant_document(tenant_id, manifest, version).card)

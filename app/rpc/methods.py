@@ -17,7 +17,7 @@ def card_methods(services: EdgeServices) -> MethodTable:
         # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
         # The stored manifest is validated by the card service on a cache miss only.
         return services.cards.tenant_card(
-            call.tenant.id, call.tenant.manifest, call.tenant.revision
+            call.tenant.id, call.tenant.manifest, call.tenant.card_version
         )
 
     return {"GetExtendedAgentCard": get_extended_agent_card}

@@ -31,6 +31,14 @@ class TenantRecord:
     require_push_config: bool = True
     dedupe_message_ids: bool = True
     revision: int = 1
+    # When this incarnation of the tenant was added: a tenant removed and added again starts
+    # over at revision 1, so (created_at, revision) is what identifies its manifest's version.
+    created_at: datetime | None = None
+
+    @property
+    def card_version(self) -> tuple[datetime | None, int]:
+        """What the signed-card cache keys on: changes whenever the manifest may have."""
+        return (self.created_at, self.revision)
 
     @classmethod
     def from_row(cls, row: TenantRow) -> TenantRecord:
@@ -43,6 +51,7 @@ class TenantRecord:
             require_push_config=row.require_push_config,
             dedupe_message_ids=row.dedupe_message_ids,
             revision=row.revision,
+            created_at=row.created_at,
         )
 
 
@@ -74,6 +83,7 @@ class TenantStore:
         """Register a tenant; the id and manifest are checked here, not only by the
         CLI, so every path into the registry obeys CONTRACT §8 (``ValueError`` otherwise)."""
         _check_definition(record.id, record.manifest)
+        now = _utcnow()
         async with self._db.transaction() as s:
             if await s.get(TenantRow, record.id) is not None:
                 raise TenantExists(record.id)
@@ -86,6 +96,10 @@ class TenantStore:
                 require_push_config=record.require_push_config,
                 dedupe_message_ids=record.dedupe_message_ids,
                 revision=1,
+                # Set here, to the microsecond on both backends (SQLite's CURRENT_TIMESTAMP
+                # has whole seconds): a remove and re-add must not look like the same tenant.
+                created_at=now,
+                updated_at=now,
             )
             s.add(row)
         return await self._require(record.id)

@@ -11,7 +11,7 @@ import pytest
 from app.db.engine import Database
 from app.ops.health import Readiness
 from app.ops.metrics import CONTENT_TYPE_LATEST
-from app.testing.edge import EdgeHarness, edge_harness
+from app.testing.edge import EdgeHarness, demo_manifest, edge_harness
 
 
 @pytest.fixture
@@ -201,6 +201,18 @@ async def test_stub_card_lists_tenants_changed_without_restart(edge: EdgeHarness
     second = await edge.client.get("/.well-known/agent-card.json")
     assert first.headers["etag"] != second.headers["etag"]
     assert "second" in second.json()["description"]
+
+
+async def test_a_removed_and_re_added_tenant_serves_its_new_card(edge: EdgeHarness) -> None:
+    # Found by audit: a re-added tenant starts at revision 1 again, and the signed-card cache
+    # keyed on (tenant, revision) served the removed tenant's card on every running edge.
+    before = await edge.result("GetExtendedAgentCard", {})
+    assert before["name"] == "Demo agent"
+    await edge.services.tenant_store.remove("demo")
+    await edge.add_tenant("demo", manifest=demo_manifest("Renamed agent"))
+    after = await edge.result("GetExtendedAgentCard", {})
+    assert after["name"] == "Renamed agent"
+    assert after["signatures"] != before["signatures"]
 
 
 async def test_weak_if_none_match_on_our_tag_is_304(edge: EdgeHarness) -> None:
