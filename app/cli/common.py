@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -26,6 +27,18 @@ _DB_FAILURE = (
     "cannot use the database ({}); is DATABASE_URL right and reachable, "
     "and the schema migrated (looping-edge migrate)?"
 )
+
+
+def printable(value: str) -> str:
+    """Stored text for a terminal: control and format characters (an ESC sequence, a
+    right-to-left override) shown escaped, so a row can neither split nor restyle the output."""
+    return "".join(
+        c if unicodedata.category(c) not in _HIDDEN else c.encode("unicode_escape").decode()
+        for c in value
+    )
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> int:

@@ -14,10 +14,17 @@ from app.cli.common import (
     database_failed,
     fail,
     open_database,
+    printable,
     settings_or_exit,
 )
 from app.tenants.manifest import TenantManifest, strict_json_object, validate_tenant_id
-from app.tenants.registry import TenantExists, TenantMissing, TenantRecord, TenantStore
+from app.tenants.registry import (
+    TenantExists,
+    TenantMissing,
+    TenantRecord,
+    TenantStore,
+    check_agent_config,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,11 +86,14 @@ def _read_text(path: Path, what: str) -> str:
         raise _Usage(f"{what} file {path} is not UTF-8 text") from None
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _agent_config(path: Path) -> dict[str, Any]:
+    what = "agent config"
     try:
-        return strict_json_object(_read_text(path, what), what)
+        config = strict_json_object(_read_text(path, what), what)
+        check_agent_config(config)
     except ValueError as exc:
         raise _Usage(f"invalid {what} {path}: {exc}") from None
+    return config
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -120,7 +130,7 @@ async def _add(store: TenantStore, a: argparse.Namespace) -> int:
         id=tenant_id,
         manifest=_manifest(a.manifest),
         agent_kind=a.agent,
-        agent_config=_read_json(a.agent_config, "agent config") if a.agent_config else {},
+        agent_config=_agent_config(a.agent_config) if a.agent_config else {},
         require_push_config=_flag(a.require_push_config) is not False,
         dedupe_message_ids=_flag(a.dedupe_message_ids) is not False,
     )
@@ -136,7 +146,7 @@ async def _update(store: TenantStore, a: argparse.Namespace) -> int:
     changes: dict[str, Any] = {
         "manifest": _manifest(a.manifest) if a.manifest else None,
         "agent_kind": a.agent,
-        "agent_config": _read_json(a.agent_config, "agent config") if a.agent_config else None,
+        "agent_config": _agent_config(a.agent_config) if a.agent_config else None,
         "require_push_config": _flag(a.require_push_config),
         "dedupe_message_ids": _flag(a.dedupe_message_ids),
     }
@@ -156,7 +166,8 @@ async def _list(store: TenantStore, a: argparse.Namespace) -> int:
         print("no tenants registered (add one with: looping-edge tenants add ID --manifest FILE)")
     for r in records:
         state = "enabled" if r.enabled else "disabled"
-        print(f"{r.id}\t{state}\t{r.agent_kind}\trev {r.revision}\t{r.manifest.get('name', '')}")
+        name = printable(str(r.manifest.get("name", "")))
+        print(f"{r.id}\t{state}\t{printable(r.agent_kind)}\trev {r.revision}\t{name}")
     return 0
 
 

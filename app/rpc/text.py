@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import Any
 
 # After decoding, a surrogate pair is one astral code point: any surrogate left is unpaired.
@@ -41,6 +42,19 @@ def finite_float(literal: str) -> float:
     read as infinity (RFC 8259 §6: such numbers are not interoperable; I-JSON, RFC 7493 §2.2)."""
     value = float(literal)
     if math.isinf(value):
+        raise ValueError(f"the number {shown(literal, 24)} is out of range")
+    return value
+
+
+def finite_int(literal: str) -> int:
+    """``parse_int`` for JSON readers: an integer past a double's range is refused like
+    ``finite_float`` refuses ``1e999`` (JSON numbers become doubles in protobuf's ``Struct`` and
+    in most readers), before Python's 4,300-digit limit answers with a message of its own."""
+    digits = len(literal) - literal.startswith("-")
+    if digits <= 15:  # the common case: below 2**53, no range question
+        return int(literal)
+    value = int(literal) if digits <= 400 else None
+    if value is None or abs(value) > sys.float_info.max:
         raise ValueError(f"the number {shown(literal, 24)} is out of range")
     return value
 

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from app.rpc.text import finite_float, first_bad_text, refuse_constant, shown
+from app.rpc.text import finite_float, finite_int, first_bad_text, refuse_constant, shown
 
 TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
 _TENANT_ID = re.compile(TENANT_ID_RE)
@@ -39,7 +39,18 @@ EDGE_CAPABILITY_FLAGS: dict[str, bool] = {
 }
 
 MAX_MANIFEST_BYTES = 256 * 1024
+MAX_AGENT_CONFIG_BYTES = 256 * 1024  # every edge reloads every tenant's row on refresh
 _MAX_PARAMS_DEPTH = 32
+
+# Control characters (C0, DEL, C1) in text an operator's terminal or a gateway's UI will show:
+# an ESC sequence in a name would reach whoever runs ``tenants list``. Descriptions and examples
+# may hold line breaks and tabs; one-line fields (names, ids, tags, the version) may not.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_IN_PROSE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Extension URIs identify a specification (A2A AgentExtension.uri): a web address or a URN.
+_EXTENSION_URI = re.compile(
+    r"(?:https?://[^\s@/?#]+(?:[/?#]\S*)?|urn:[a-z0-9][a-z0-9-]*:\S+)", re.I
+)
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=False, min_length=1, max_length=512)]
 Description = Annotated[str, StringConstraints(min_length=1, max_length=16384)]
@@ -59,6 +70,13 @@ def validate_tenant_id(value: str) -> str:
 def _not_blank(value: str, field: str) -> None:
     if not value.strip():
         raise ValueError(f"{field}: must not be blank")
+    if _CONTROL.search(value):
+        raise ValueError(f"{field}: must be one line without control characters")
+
+
+def _no_control(value: str, field: str) -> None:
+    if _CONTROL_IN_PROSE.search(value):
+        raise ValueError(f"{field}: must not hold control characters (line breaks and tabs may)")
 
 
 class _Model(BaseModel):
@@ -86,11 +104,22 @@ class ManifestSkill(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        for field in ("id", "name", "description"):
+        for field in ("id", "name"):
             _not_blank(getattr(self, field), field)
+        _check_prose(self.description, "description")
         for tag in self.tags:
             _not_blank(tag, "tags")
+        for example in self.examples or ():
+            _no_control(example, "examples")
+        for mode in (self.input_modes or []) + (self.output_modes or []):
+            _not_blank(mode, "modes")
         return self
+
+
+def _check_prose(value: str, field: str) -> None:
+    if not value.strip():
+        raise ValueError(f"{field}: must not be blank")
+    _no_control(value, field)
 
 
 class TenantManifest(_Model):
@@ -110,8 +139,11 @@ class TenantManifest(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        for field in ("name", "description", "version"):
+        for field in ("name", "version"):
             _not_blank(getattr(self, field), field)
+        _check_prose(self.description, "description")
+        for mode in self.default_input_modes + self.default_output_modes:
+            _not_blank(mode, "modes")
         ids = [skill.id for skill in self.skills]
         if len(set(ids)) != len(ids):
             raise ValueError("skills: skill ids must be unique")
@@ -168,6 +200,7 @@ def strict_json_object(text: str, what: str) -> dict[str, Any]:
             object_pairs_hook=_no_duplicates,
             parse_constant=refuse_constant,
             parse_float=finite_float,
+            parse_int=finite_int,
         )
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} is not valid JSON (line {exc.lineno})") from None
@@ -194,7 +227,8 @@ def _round_trip(message_type: Any, data: dict[str, Any], where: str) -> dict[str
     """Parse into the a2a.proto type so the card signer can never meet a shape it rejects."""
     try:
         parsed: dict[str, Any] = MessageToDict(ParseDict(data, message_type()))
-    except (ParseError, TypeError, ValueError):
+    except (ParseError, TypeError, ValueError, OverflowError):
+        # OverflowError: an integer past a double's range, in a manifest built in code.
         raise ValueError(f"{where}: not a valid A2A {message_type.__name__}") from None
     return parsed
 
@@ -205,9 +239,17 @@ def _check_capabilities(capabilities: dict[str, Any]) -> None:
         if flag in capabilities and capabilities[flag] is not edge_value:
             raise ValueError(f"capabilities.{flag}: must be {str(edge_value).lower()} on this edge")
     for index, extension in enumerate(capabilities.get("extensions") or []):
+        where = f"capabilities.extensions[{index}]"
+        uri = extension.get("uri") if isinstance(extension, dict) else None
+        # Published in a signed card that gateways may show or follow: a URI with credentials,
+        # a javascript:/data: one, or none at all (served as ``{}``) is refused.
+        if not isinstance(uri, str) or not _EXTENSION_URI.fullmatch(uri):
+            raise ValueError(
+                f"{where}.uri: must be an https or http URL without credentials, or a urn: name"
+            )
         params = extension.get("params") if isinstance(extension, dict) else None
         if params is not None:
-            _check_params(params, f"capabilities.extensions[{index}].params", 1)
+            _check_params(params, f"{where}.params", 1)
 
 
 def _check_params(value: Any, where: str, depth: int) -> None:

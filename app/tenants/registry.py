@@ -8,6 +8,7 @@ within ``EDGE_TENANT_REFRESH_SECONDS`` without a restart: the directory reloads 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from sqlalchemy import delete, select, update
 
 from app.db.engine import Database
 from app.db.models import TenantRow
-from app.tenants.manifest import TenantManifest, validate_tenant_id
+from app.tenants.manifest import MAX_AGENT_CONFIG_BYTES, TenantManifest, validate_tenant_id
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class TenantStore:
         """Register a tenant; the id and manifest are checked here, not only by the
         CLI, so every path into the registry obeys CONTRACT §8 (``ValueError`` otherwise)."""
         _check_definition(record.id, record.manifest)
+        check_agent_config(record.agent_config)
         now = _utcnow()
         async with self._db.transaction() as s:
             if await s.get(TenantRow, record.id) is not None:
@@ -118,6 +120,8 @@ class TenantStore:
             raise ValueError(f"cannot update {sorted(unknown)}")
         if changes.get("manifest") is not None:
             TenantManifest.from_data(dict(changes["manifest"]))
+        if changes.get("agent_config") is not None:
+            check_agent_config(changes["agent_config"])
 
         async with self._db.transaction() as s:
             values: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
@@ -155,6 +159,14 @@ def _check_definition(tenant_id: str, manifest: Mapping[str, Any]) -> None:
     # CLI knows the built-in kinds; embedders may register their own).
     validate_tenant_id(tenant_id)
     TenantManifest.from_data(dict(manifest))
+
+
+def check_agent_config(config: Mapping[str, Any]) -> None:
+    """Bounded like a manifest: every edge reloads every tenant's row on each refresh, so a
+    30-MB config slowed the public routes of every replica to a second (found by audit)."""
+    size = len(json.dumps(config, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_AGENT_CONFIG_BYTES:
+        raise ValueError(f"agent config is larger than {MAX_AGENT_CONFIG_BYTES} bytes")
 
 
 def _utcnow() -> datetime:

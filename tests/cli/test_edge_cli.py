@@ -212,6 +212,33 @@ def test_a_bad_agent_config_is_refused_without_echoing_it(
     assert _cli(env, "tenants", "show", "sec").returncode == 2  # nothing half-written
 
 
+def test_an_agent_config_past_its_cap_is_refused(
+    operator: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    # Found by audit: a 30-MB config was stored, and every replica reloads it on each refresh.
+    env, manifest = operator
+    config = tmp_path / "agent.json"
+    config.write_text(json.dumps({"blob": "x" * (256 * 1024)}))
+    add = ("tenants", "add", "big", "--manifest", str(manifest), "--agent-config", str(config))
+    assert "larger than 262144 bytes" in _one_line(_cli(env, *add), 2)
+    assert _cli(env, "tenants", "add", "big", "--manifest", str(manifest)).returncode == 0
+    update = ("tenants", "update", "big", "--agent-config", str(config))
+    assert "larger than" in _one_line(_cli(env, *update), 2)
+
+
+def test_a_manifest_integer_past_a_double_is_one_line_not_a_traceback(
+    operator: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    # Found by audit: 10**400 in extension params ended in an OverflowError traceback, exit 1.
+    env, _ = operator
+    manifest = tmp_path / "m.json"
+    doc = {**demo_manifest(), "capabilities": {"extensions": [{"uri": "https://x.test/e"}]}}
+    doc["capabilities"]["extensions"][0]["params"] = {"a": 10**400}
+    manifest.write_text(json.dumps(doc))
+    line = _one_line(_cli(env, "tenants", "add", "big", "--manifest", str(manifest)), 2)
+    assert "out of range" in line and str(manifest) in line
+
+
 @pytest.mark.parametrize("workers", ["0", "-2", "65", "100000"])
 def test_serve_refuses_a_worker_count_out_of_range(tmp_path: Path, workers: str) -> None:
     # 100000 once started processes until the host ran out of memory.

@@ -135,6 +135,9 @@ def test_manifest_is_frozen() -> None:
 # --- refused manifests -------------------------------------------------------------------------
 
 
+EXT = {"uri": "https://ext.test/v1"}
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
@@ -175,11 +178,45 @@ def test_manifest_is_frozen() -> None:
         (_text(capabilities={"extendedAgentCard": False}), "capabilities.extendedAgentCard"),
         (_text(capabilities=[]), "capabilities"),
         (
-            _text(capabilities={"extensions": [{"uri": "u", "params": {"a": {"b": None}}}]}),
+            _text(
+                capabilities={
+                    "extensions": [
+                        {"uri": "https://example.test/ext", "params": {"a": {"b": None}}}
+                    ]
+                }
+            ),
             "capabilities.extensions[0].params.a.b: null",
         ),
-        (_text(capabilities={"extensions": [{"uri": "u", "params": [1]}]}), "capabilities"),
+        (
+            _text(
+                capabilities={"extensions": [{"uri": "https://example.test/ext", "params": [1]}]}
+            ),
+            "capabilities",
+        ),
         ('{"name": NaN, "description": "d", "version": "1"}', "NaN"),
+        # Found by audit: 10**400 crashed the CLI with an OverflowError traceback.
+        (_text(capabilities={"extensions": [{**EXT, "params": {"a": 10**400}}]}), "out of range"),
+        (
+            _text(capabilities={"extensions": [{**EXT, "params": {"a": 1}}]}).replace(
+                '"a": 1', '"a": ' + "9" * 5000
+            ),
+            "out of range",
+        ),
+        (_text(name="red \x1b[31m"), "name: must be one line without control characters"),
+        (_text(name="two\nlines"), "name: must be one line"),
+        (_text(version="1\r"), "version: must be one line"),
+        (_text(description="bell \x07"), "description: must not hold control characters"),
+        (_text(description="c1 \x9b"), "description: must not hold control characters"),
+        (_text(skills=[{**SKILL, "id": "a\tb"}]), "id: must be one line"),
+        (_text(skills=[{**SKILL, "tags": ["x\x00"]}]), "tags"),
+        (_text(skills=[{**SKILL, "examples": ["\x1b[2J"]}]), "examples"),
+        (_text(defaultInputModes=["text/\x7fplain"]), "modes"),
+        (_text(capabilities={"extensions": [{"uri": ""}]}), "extensions[0].uri"),
+        (_text(capabilities={"extensions": [{"required": True}]}), "extensions[0].uri"),
+        (_text(capabilities={"extensions": [{"uri": "https://user:pw@ext.test/"}]}), ".uri"),
+        (_text(capabilities={"extensions": [{"uri": "javascript:alert(1)"}]}), ".uri"),
+        (_text(capabilities={"extensions": [{"uri": "data:text/html,x"}]}), ".uri"),
+        (_text(capabilities={"extensions": [EXT, {"uri": "ftp://ext.test/"}]}), "extensions[1]"),
         ('{"name": "\\ud800", "description": "d", "version": "1"}', "name"),
     ],
 )
@@ -188,6 +225,22 @@ def test_refused_manifests_name_the_field(text: str, fragment: str) -> None:
         TenantManifest.from_json_text(text)
     assert fragment in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_prose_keeps_line_breaks_and_tabs_and_extensions_take_urns() -> None:
+    manifest = TenantManifest.from_json_text(
+        _text(
+            description="First line.\n\tSecond, indented.\r\n",
+            capabilities={"extensions": [{"uri": "urn:example:ext:1"}, {"uri": "http://x.test"}]},
+        )
+    )
+    assert manifest.description.startswith("First line.\n\t")
+
+
+def test_an_integer_past_a_double_in_code_is_refused_not_raised() -> None:
+    data = {**BASE, "capabilities": {"extensions": [{**EXT, "params": {"a": 10**400}}]}}
+    with pytest.raises(ValueError, match="capabilities: not a valid A2A AgentCapabilities"):
+        TenantManifest.from_data(data)
 
 
 def test_error_messages_do_not_echo_values() -> None:
@@ -202,7 +255,9 @@ def test_deeply_nested_extension_params_are_refused() -> None:
     for _ in range(40):
         params = {"n": params}
     with pytest.raises(ValueError, match="deeper"):
-        TenantManifest.from_data({**BASE, "capabilities": {"extensions": [{"params": params}]}})
+        TenantManifest.from_data(
+            {**BASE, "capabilities": {"extensions": [{**EXT, "params": params}]}}
+        )
 
 
 def test_oversized_manifest_is_refused() -> None:

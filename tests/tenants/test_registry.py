@@ -36,3 +36,14 @@ async def test_an_update_that_changes_nothing_keeps_the_revision(store: TenantSt
 async def test_updating_a_missing_tenant_says_so(store: TenantStore) -> None:
     with pytest.raises(TenantMissing):
         await store.update("nobody", enabled=False)
+
+
+async def test_an_agent_config_past_its_cap_is_refused_on_every_path(store: TenantStore) -> None:
+    big = {"blob": "x" * (256 * 1024)}
+    with pytest.raises(ValueError, match="agent config is larger"):
+        await store.add(TenantRecord(id="big", manifest=demo_manifest(), agent_config=big))
+    await store.add(TenantRecord(id="big", manifest=demo_manifest()))
+    with pytest.raises(ValueError, match="agent config is larger"):
+        await store.update("big", agent_config=big)
+    record = await store.get("big")
+    assert record is not None and record.agent_config == {}
