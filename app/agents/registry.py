@@ -8,14 +8,23 @@ from typing import Any
 
 from app.agents.contract import Agent
 from app.agents.echo import EchoAgent
+from app.agents.entry_point import AgentEntryError, PythonEntryPoints
 from app.agents.kinds import AGENT_KINDS
 from app.agents.scripted import ScriptedAgent
 
 AgentFactory = Callable[[Mapping[str, Any]], Agent]
 
 
-class UnknownAgentKind(LookupError):
+class AgentUnavailable(LookupError):
+    """No agent can run the turn: the tenant's definition is wrong, not the turn."""
+
+
+class UnknownAgentKind(AgentUnavailable):
     pass
+
+
+class AgentBuildFailed(AgentUnavailable):
+    """The kind's factory refused the tenant's config (``str`` says why, for the log)."""
 
 
 class AgentRegistry:
@@ -36,11 +45,20 @@ class AgentRegistry:
         factory = self._factories.get(kind)
         if factory is None:
             raise UnknownAgentKind(kind)
-        return factory(config)
+        try:
+            return factory(config)
+        except AgentEntryError as exc:
+            raise AgentBuildFailed(str(exc)) from exc
 
 
 def default_registry() -> AgentRegistry:
     """The built-in kinds (kept in step with ``app.agents.kinds.AGENT_KINDS``)."""
-    registry = AgentRegistry({"echo": EchoAgent.from_config, "scripted": ScriptedAgent.from_config})
+    registry = AgentRegistry(
+        {
+            "echo": EchoAgent.from_config,
+            "scripted": ScriptedAgent.from_config,
+            "python": PythonEntryPoints().build,
+        }
+    )
     assert set(registry.kinds()) == set(AGENT_KINDS)
     return registry

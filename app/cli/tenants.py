@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from app.agents.entry_point import AgentEntryError, entry_of
 from app.agents.kinds import AGENT_KINDS
 from app.cli.common import (
     DATABASE_ERRORS,
@@ -121,6 +123,16 @@ def _show(record: TenantRecord) -> dict[str, Any]:
     }
 
 
+def _check_python_entry(kind: str, config: Mapping[str, Any]) -> None:
+    # Checked for its shape only: the worker imports it from its own environment, which the
+    # CLI's need not be.
+    if kind == "python":
+        try:
+            entry_of(config)
+        except AgentEntryError as exc:
+            raise _Usage(str(exc)) from None
+
+
 async def _add(store: TenantStore, a: argparse.Namespace) -> int:
     try:
         tenant_id = validate_tenant_id(a.id)
@@ -134,6 +146,7 @@ async def _add(store: TenantStore, a: argparse.Namespace) -> int:
         require_push_config=_flag(a.require_push_config) is not False,
         dedupe_message_ids=_flag(a.dedupe_message_ids) is not False,
     )
+    _check_python_entry(record.agent_kind, record.agent_config)
     try:
         await store.add(record)
     except TenantExists:
@@ -152,6 +165,15 @@ async def _update(store: TenantStore, a: argparse.Namespace) -> int:
     }
     if all(v is None for v in changes.values()):
         raise _Usage("nothing to update: give --manifest, --agent, --agent-config or a flag")
+    if changes["agent_kind"] is not None or changes["agent_config"] is not None:
+        current = await store.get(a.id)
+        if current is not None:
+            _check_python_entry(
+                changes["agent_kind"] or current.agent_kind,
+                current.agent_config
+                if changes["agent_config"] is None
+                else changes["agent_config"],
+            )
     record = await store.update(a.id, **changes)
     print(f"updated tenant '{record.id}' (revision {record.revision})")
     return 0

@@ -8,7 +8,17 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-_FIELDS = ("request_id", "tenant", "method", "task_id", "turn_id", "worker", "outcome")
+_FIELDS = (
+    "request_id",
+    "tenant",
+    "method",
+    "task_id",
+    "turn_id",
+    "worker",
+    "outcome",
+    "agent_kind",
+    "reason",  # our own words (e.g. why an agent could not be built), never exception text
+)
 
 
 class JsonFormatter(logging.Formatter):

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from app.agents.registry import AgentRegistry
 from app.main import create_app
 from app.runtime import attach_background
 from app.security.keys import generate_private_jwk
@@ -46,7 +47,8 @@ def demo_manifest(name: str = "Demo agent") -> dict[str, Any]:
     }
 
 
-def test_settings(database_url: str, gateway: GatewayKit, **overrides: Any) -> Settings:
+def harness_settings(database_url: str, gateway: GatewayKit, **overrides: Any) -> Settings:
+    """Edge settings for tests (named so that pytest never collects it from an import)."""
     values: dict[str, Any] = {
         "signing_key": json.dumps(generate_private_jwk("edge-test-key")),
         "gateway_origins": [gateway.origin],
@@ -153,15 +155,19 @@ async def edge_harness(
     *,
     gateway: GatewayKit | None = None,
     background: bool = False,
+    agents: AgentRegistry | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[EdgeHarness]:
-    """Build the real app over ``database_url`` (already migrated) with a gateway kit whose
-    JWKS is served in-process; ``background=True`` also runs workers and push delivery."""
+    """Build the real app over ``database_url`` (already migrated: ``upgrade_to_head``) with a
+    gateway kit whose JWKS is served in-process; ``background=True`` also runs workers and push
+    delivery, with ``agents`` (an ``AgentRegistry`` holding the author's own kinds) in place of
+    the built-in ones when given. A ``python`` tenant (``agent="python"``,
+    ``agent_config={"entry": "package.module:factory"}``) needs no registry of its own."""
     kit = gateway or GatewayKit()
-    settings = test_settings(database_url, kit, **settings_overrides)
+    settings = harness_settings(database_url, kit, **settings_overrides)
     services = build_services(settings, gateway_client=httpx.AsyncClient(transport=kit.transport()))
     if background:
-        attach_background(services)
+        attach_background(services, agents=agents)
     app = create_app(services)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=EDGE_PUBLIC_URL) as client:

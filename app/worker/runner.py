@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.agents.contract import TurnContext, TurnStopped, first_text
-from app.agents.registry import AgentRegistry, UnknownAgentKind
+from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
 from app.errors import TaskNotFound
 from app.ops.metrics import Metrics
@@ -167,7 +167,22 @@ class _TurnRun:
         try:
             agent = self.r.agents.build(tenant.agent_kind, tenant.agent_config)
         except UnknownAgentKind:
-            log.error("turn.unknown_agent_kind", extra={"tenant": self.scope.tenant})
+            log.error(
+                "turn.unknown_agent_kind",
+                extra={"tenant": self.scope.tenant, "agent_kind": tenant.agent_kind},
+            )
+            return await self._give_up(mark=True)
+        except AgentBuildFailed as failed:
+            # The tenant's definition is wrong (a python entry that does not import, say):
+            # no retry would change that; the operator reads why in the log.
+            log.error(
+                "turn.agent_build_failed",
+                extra={
+                    "tenant": self.scope.tenant,
+                    "agent_kind": tenant.agent_kind,
+                    "reason": str(failed),
+                },
+            )
             return await self._give_up(mark=True)
         if not self.marked and not await self._mark_working():
             return await self._refused()

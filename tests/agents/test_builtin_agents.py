@@ -24,7 +24,7 @@ def test_registry_matches_the_kinds_the_cli_offers() -> None:
 def test_registry_refuses_unknown_and_duplicate_kinds() -> None:
     registry = default_registry()
     with pytest.raises(UnknownAgentKind):
-        registry.build("python", {})
+        registry.build("llm", {})
     with pytest.raises(ValueError):
         registry.register("echo", EchoAgent.from_config)
     assert isinstance(AgentRegistry({"x": EchoAgent.from_config}).build("x", {}), EchoAgent)

@@ -212,6 +212,24 @@ def test_a_bad_agent_config_is_refused_without_echoing_it(
     assert _cli(env, "tenants", "show", "sec").returncode == 2  # nothing half-written
 
 
+def test_a_python_agent_needs_an_entry(
+    operator: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    env, manifest = operator
+    add = ("tenants", "add", "py", "--manifest", str(manifest), "--agent", "python")
+    assert "package.module:factory" in _one_line(_cli(env, *add), 2)
+    config = tmp_path / "agent.json"
+    config.write_text(json.dumps({"entry": "my_agents.greeter:build", "greeting": "hi"}))
+    done = _cli(env, *add, "--agent-config", str(config))
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(_cli(env, "tenants", "show", "py").stdout)
+    assert (shown["agent"], shown["agentConfig"]["entry"]) == ("python", "my_agents.greeter:build")
+    # Switching an echo tenant to python without an entry is refused too.
+    assert _cli(env, "tenants", "add", "e", "--manifest", str(manifest)).returncode == 0
+    switch = ("tenants", "update", "e", "--agent", "python")
+    assert "entry" in _one_line(_cli(env, *switch), 2)
+
+
 def test_an_agent_config_past_its_cap_is_refused(
     operator: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
