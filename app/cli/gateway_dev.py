@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,14 @@ def _listen_error(args: argparse.Namespace, exc: OSError) -> int:
 
 def _hint(reg_error: RegistrationError, origin: str) -> str:
     text = str(reg_error)
-    if "HTTP 401" in text:
+    if "HTTP 401" in text and "signature" in text:
+        text += (
+            " — the edge holds another key for this gateway origin (a new --state-dir on the "
+            "same port?); it refetches keys for an unknown kid at most every "
+            "EDGE_JWKS_COOLDOWN_SECONDS, and for a known one when its cache "
+            "(EDGE_JWKS_CACHE_SECONDS) expires: use the earlier --state-dir or restart the edge"
+        )
+    elif "HTTP 401" in text:
         text += (
             f" — does the edge trust this gateway? It needs GATEWAY_ORIGINS={origin} and "
             "EDGE_ALLOW_LOOPBACK_HTTP=true"
@@ -168,6 +176,20 @@ async def _send(args: argparse.Namespace) -> int:
         return await _follow(receiver, task["id"], args)
 
 
+def _answer_command(args: argparse.Namespace, task_id: str) -> str:
+    """The command that answers ``task_id``: every option this run differed from the default
+    in, since the answer needs the same gateway key (state dir), caller and listener."""
+    words = ["looping-edge", "gateway-dev", "send", "--edge", args.edge]
+    defaults = {"host": "127.0.0.1", "port": 8090, "state_dir": Path(".dev/gateway")}
+    for name, default in defaults.items():
+        if getattr(args, name) != default:
+            words += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    if args.identity != "dev-user":
+        words += ["--identity", args.identity]
+    words += ["--tenant", args.tenant, "--task-id", task_id, "<answer>"]
+    return shlex.join(words)
+
+
 async def _follow(receiver: PushReceiver, task_id: str, args: argparse.Namespace) -> int:
     within = args.timeout
     try:
@@ -178,11 +200,7 @@ async def _follow(receiver: PushReceiver, task_id: str, args: argparse.Namespace
                 if state == "TASK_STATE_COMPLETED":
                     return 0
                 if state in INTERRUPTED:
-                    port = "" if args.port == 8090 else f"--port {args.port} "
-                    _say(
-                        f"  answer with: looping-edge gateway-dev send --edge {args.edge} "
-                        f"{port}--tenant {args.tenant} --task-id {task_id} '<answer>'"
-                    )
+                    _say(f"  answer with: {_answer_command(args, task_id)}")
                     return 0
                 return EXIT_FAILED
     except TimeoutError:

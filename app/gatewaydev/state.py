@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -22,12 +23,26 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.gatewaydev.verify import Pin, VerificationError
+from app.security.jose_strict import b64url_encode
 from app.security.keys import SigningKey, generate_private_jwk
 
 KEY_FILE = "gateway-key.json"
 PINS_FILE = "pins.json"
 ENDPOINTS_FILE = "endpoints.json"
-DEFAULT_KID = "gateway-dev-1"
+KID_PREFIX = "gateway-dev-"
+
+
+def _new_key_jwk() -> dict[str, str]:
+    """A fresh key whose ``kid`` names it (RFC 7638 thumbprint): a new state directory on the
+    same port must not reuse the kid of the old key, or an edge holding the old JWKS would
+    check the new key's tokens against the old key (401 until its cache expired) instead of
+    refetching for an unknown kid (CONTRACT §3 step 5)."""
+    jwk = generate_private_jwk(KID_PREFIX + "new")
+    members = json.dumps(
+        {"crv": jwk["crv"], "kty": jwk["kty"], "x": jwk["x"]}, separators=(",", ":")
+    )
+    jwk["kid"] = KID_PREFIX + b64url_encode(hashlib.sha256(members.encode()).digest())[:16]
+    return jwk
 
 
 class PinMismatch(VerificationError):
@@ -52,7 +67,7 @@ class GatewayState:
         self._ensure_dir()
         path = self.directory / KEY_FILE
         if not path.exists():
-            text = json.dumps(generate_private_jwk(DEFAULT_KID))
+            text = json.dumps(_new_key_jwk())
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             except FileExistsError:

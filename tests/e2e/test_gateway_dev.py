@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import subprocess
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -99,3 +100,52 @@ async def test_gateway_dev_tells_when_the_edge_does_not_trust_it(
         code, _, err = await _gateway_dev(port, gw_port, tmp_path / "gw", "--tenant", "demo", "hi")
         assert code == 4
         assert "HTTP 401" in err and f"GATEWAY_ORIGINS=http://127.0.0.1:{gw_port}" in err
+
+
+async def test_the_answer_hint_runs_as_printed_and_a_new_state_dir_is_trusted(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Found by audit: the hint dropped --state-dir and --identity (run verbatim it was a 401),
+    # and every state dir's key had the kid gateway-dev-1, so a second one on the same port
+    # was checked against the first one's cached key until the edge's JWKS cache expired.
+    db = Database(pg_url)
+    try:
+        await TenantStore(db).add(
+            TenantRecord(id="demo", manifest=demo_manifest(), agent_kind="scripted")
+        )
+    finally:
+        await db.dispose()
+    port, gw_port = free_port(), free_port()
+    env = edge_env(
+        pg_url,
+        port=port,
+        signing_jwk=generate_private_jwk("dev-edge-1"),
+        origins=[f"http://127.0.0.1:{gw_port}"],
+        jwks_cooldown_seconds=1,
+    )
+    first, second = tmp_path / "gw-a", tmp_path / "gw-b"
+    with process("serve", ["serve", "--port", str(port)], env, tmp_path) as edge:
+        await wait_ready(f"http://127.0.0.1:{port}", edge)
+        script = "ask what is your name?\nreply hello {answer}"
+        code, out, err = await _gateway_dev(
+            port, gw_port, first, "--identity", "alice", "--tenant", "demo", script
+        )
+        assert code == 0, out + err
+        (hint,) = [line for line in out.splitlines() if "answer with:" in line]
+        words = shlex.split(hint.split("answer with:", 1)[1])
+        assert words[:3] == ["looping-edge", "gateway-dev", "send"]
+        assert ["--state-dir", str(first)] == words[words.index("--state-dir") :][:2]
+        assert words[words.index("--identity") :][:2] == ["--identity", "alice"]
+        answered = [CLI, *words[1:-1], "Bob"]
+        proc = await asyncio.create_subprocess_exec(
+            *answered, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out_b, err_b = await proc.communicate()
+        assert proc.returncode == 0, (out_b + err_b).decode()
+        assert "[completed] hello Bob" in out_b.decode()
+
+        await asyncio.sleep(1.2)  # the edge's unknown-kid cooldown, set to 1 s here
+        code, out, err = await _gateway_dev(port, gw_port, second, "--tenant", "demo", "hi")
+        assert code == 0, out + err
+        kids = {json.loads((d / "gateway-key.json").read_text())["kid"] for d in (first, second)}
+        assert len(kids) == 2 and all(k.startswith("gateway-dev-") for k in kids)
