@@ -37,6 +37,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# A process paused (SIGSTOP, a stalled VM) inside a transaction must not hold row or advisory
+# locks that block another worker's takeover (CONTRACT §6): the server ends such a session
+# after 10 s idle in a transaction. Both pools' connections carry it.
+IDLE_IN_TRANSACTION_MS = 10_000
+_PAUSED_SESSION_LIMIT = {"idle_in_transaction_session_timeout": str(IDLE_IN_TRANSACTION_MS)}
+
+
 class Database:
     """Owns the engine; hands out short transactions (one per unit of work)."""
 
@@ -60,10 +67,7 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=max(pool_size // 4, 1),
                 pool_pre_ping=False,
-                # A process paused (SIGSTOP, a stalled VM) inside a transaction must not hold
-                # row locks that block another worker's takeover (CONTRACT §6): the server ends
-                # such a session after 10 s idle in a transaction.
-                connect_args={"server_settings": {"idle_in_transaction_session_timeout": "10000"}},
+                connect_args={"server_settings": dict(_PAUSED_SESSION_LIMIT)},
             )
         else:
             kwargs.update(poolclass=NullPool) if parsed.database in (None, "", ":memory:") else None
@@ -95,12 +99,17 @@ class Database:
 
     def _read_connect_args(self) -> dict[str, Any]:
         kwargs = self._driver_connect_args()
-        # Every statement on the read pool is a primary-key lookup whose best plan does not
-        # depend on the values, so plan once per connection: left to "auto", PostgreSQL
-        # re-plans the batched GetTask (its array parameters look worth a custom plan) on
-        # every execution, ~150 µs of its CPU each time (bench/README).
+        # The statements on this pool are written so that their best plan does not depend on
+        # the values or on the table's statistics (key lookups, index walks that stop at a
+        # limit: app/push/store_pg.py), so plan once per connection: left to "auto",
+        # PostgreSQL re-plans the batched GetTask (its array parameters look worth a custom
+        # plan) on every execution, ~150 µs of its CPU each time (bench/README).
         settings = dict(kwargs.get("server_settings") or {})
         settings["plan_cache_mode"] = "force_generic_plan"
+        # This pool runs transactions too (the push claim holds its advisory lock in one):
+        # the same limit on a paused holder as the SQLAlchemy pool's (found by audit: a worker
+        # stopped inside the claim stalled every process's push delivery for as long).
+        settings.update(_PAUSED_SESSION_LIMIT)
         kwargs["server_settings"] = settings
         return kwargs
 

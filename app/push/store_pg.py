@@ -34,7 +34,11 @@ _BEGIN_LOCKED_SQL = "BEGIN; SELECT pg_advisory_xact_lock({key})"
 # claim): the due rows that are the lowest pending of their push target with no row of their
 # task on the wire (store.py, "Claiming"), the first per task, leased and read with their push
 # target. ``now()`` is the transaction's clock, as the ORM path reads it. $1 limit, $2 owner,
-# $3 lease seconds.
+# $3 lease seconds. Its cost must not depend on the backlog or on the table's statistics (the
+# statement pool plans once per connection, maybe when the outbox was empty): ``due`` walks
+# ``ix_push_outbox_due`` in its own order and stops at the limit, the on-the-wire test probes
+# the partial ``ix_push_outbox_on_wire``, and the ids are handed to the UPDATE as an array (a
+# primary-key probe each; ``IN (SELECT …)`` let the planner scan the whole table instead).
 _CLAIM_SQL = """
 WITH due AS (
     SELECT o.id, o.tenant, o.task_id, o.next_attempt_at
@@ -59,7 +63,7 @@ WITH due AS (
     UPDATE push_outbox
        SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::float8),
            attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
-     WHERE id IN (SELECT id FROM first_per_task)
+     WHERE id = ANY(ARRAY(SELECT id FROM first_per_task))
     RETURNING id, tenant, identity, task_id, config_id, kind, message_key, payload::text,
               attempts, unauthorized_attempts, first_attempt_at, created_at
 )

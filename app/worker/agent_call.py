@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
+
+from a2a.types import Artifact, Part
 
 from app.agents.contract import (
     Agent,
@@ -23,8 +26,10 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
 )
+from app.rpc.text import first_bad_text
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
+from app.tasks.wire import normalise
 from app.worker.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.worker.watch import TurnWatch
 
@@ -81,19 +86,41 @@ async def _cancelled(task: asyncio.Task[Any]) -> None:
 def outcome_of(result: object) -> TurnOutcome:
     """The agent's return value as the task's next state; anything else is a crash."""
     if isinstance(result, AgentReply):
-        return TurnOutcome(
+        outcome = TurnOutcome(
             state=states.COMPLETED,
             text=result.text,
             parts=tuple(result.parts),
             artifacts=tuple(result.artifacts),
         )
-    if isinstance(result, AgentFailure):
-        return TurnOutcome(state=states.FAILED, text=result.text)
-    if isinstance(result, AgentQuestion):
+    elif isinstance(result, AgentFailure):
+        outcome = TurnOutcome(state=states.FAILED, text=result.text)
+    elif isinstance(result, AgentQuestion):
         state = states.AUTH_REQUIRED if result.auth else states.INPUT_REQUIRED
-        return TurnOutcome(state=state, text=result.text)
-    log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
-    raise AgentCrash(ERROR_AGENT)
+        outcome = TurnOutcome(state=state, text=result.text)
+    else:
+        log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
+        raise AgentCrash(ERROR_AGENT)
+    if not _storable(outcome):
+        log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
+        raise AgentCrash(ERROR_AGENT)
+    return outcome
+
+
+def _storable(outcome: TurnOutcome) -> bool:
+    """Whether the write of ``outcome`` can succeed: parts and artifacts a2a.proto accepts,
+    JSON without NaN, and text without U+0000 or unpaired surrogates (PostgreSQL refuses
+    them). Checked here, as the agent's fault: found by audit, such a result failed the write
+    itself on every attempt, an internal error, and the task never left WORKING."""
+    doc = {"text": outcome.text, "parts": list(outcome.parts), "artifacts": list(outcome.artifacts)}
+    try:
+        if outcome.text is not None and not isinstance(outcome.text, str):
+            return False
+        normalise(outcome.parts, Part, "part")
+        normalise(outcome.artifacts, Artifact, "artifact")
+        json.dumps(doc, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return first_bad_text(doc, "result") is None
 
 
 def message_of(payload: Mapping[str, Any]) -> dict[str, Any]:

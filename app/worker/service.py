@@ -191,11 +191,16 @@ class TurnWorker:
                     await asyncio.shield(release(self.db, lease))
 
     async def _park(self, lease: Lease, turn: mailbox.QueuedTurn) -> None:
-        """An unexpected error (a bug or the database): back off, and after the last attempt
-        stop retrying so the identity's later turns are not blocked forever."""
+        """An unexpected error (a bug or the database): back off and run the turn again. Its
+        attempts are counted, so the run after the last one fails the task with the
+        operator's text and a final push (the runner's out-of-attempts path; found by audit:
+        settling the turn dead here left its task WORKING forever, with no push). Only when
+        that run fails as well is the turn settled dead without it, so the identity's later
+        turns are not blocked forever."""
         attempt = turn.attempts + 1
         with contextlib.suppress(Exception):
-            if attempt >= self.settings.turn_max_attempts:
+            if attempt > self.settings.turn_max_attempts:
+                log.error("turn.dead_unsettled_task", extra={"task_id": turn.task_id})
                 await mailbox.settle(self.db, lease, turn.id, TURN_DEAD, error="internal")
             else:
                 delay = backoff_seconds(self.settings, attempt)

@@ -135,3 +135,34 @@ async def test_failed_unit_drops_its_connection(pg_url: str) -> None:
         assert await pool.fetchval("SELECT pg_backend_pid()") != before
     finally:
         await db.dispose()
+
+
+@pytest.mark.postgres
+async def test_a_paused_transaction_on_this_pool_loses_its_locks(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by audit: this pool's connections lacked the SQLAlchemy pool's limit on a session
+    # idle in a transaction, so a worker stopped (SIGSTOP) inside the push claim held the claim
+    # lock, and every process's delivery with it, for as long as it stayed stopped.
+    from app.db import engine
+
+    assert engine.IDLE_IN_TRANSACTION_MS == 10_000
+    monkeypatch.setattr(
+        engine, "_PAUSED_SESSION_LIMIT", {"idle_in_transaction_session_timeout": "300"}
+    )
+    db = Database(pg_url)
+    other = await asyncpg.connect(pg_url.replace("+asyncpg", "", 1))
+    try:
+        pool = _pool(db)
+        assert await pool.fetchval("SHOW idle_in_transaction_session_timeout") == "300ms"
+        async with pool.connection() as paused:
+            await paused.execute("BEGIN; SELECT pg_advisory_xact_lock(424242)")
+            # The holder now does nothing, as a stopped process would: the server ends its
+            # session, and another session gets the lock (it would wait forever otherwise).
+            await other.execute("SET lock_timeout = '5s'")
+            await other.execute("SELECT pg_advisory_lock(424242)")
+            paused.terminate()  # what is left of it
+        assert await other.fetchval("SELECT pg_advisory_unlock(424242)") is True
+    finally:
+        await other.close()
+        await db.dispose()

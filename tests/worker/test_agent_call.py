@@ -173,3 +173,36 @@ def test_the_message_and_identity_come_from_the_queued_payload() -> None:
     # A payload of an older shape is the message itself and carries no identity.
     assert message_of({"messageId": "m2"}) == {"messageId": "m2"}
     assert identity_of({"messageId": "m2"}) == {}
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        AgentReply(text="nul \x00 here"),
+        AgentReply(text="lone \ud800"),
+        AgentFailure(text="\udfff"),
+        AgentQuestion(text="a\x00"),
+        AgentReply(parts=({"data": {"x": float("nan")}},)),
+        AgentReply(parts=({"data": {"k\x00": 1}},)),
+        AgentReply(parts=({"nonsense": 1},)),
+        AgentReply(artifacts=({"artifactId": "a", "parts": [{"text": "\ud800"}]},)),
+        AgentReply(artifacts=({"artifactId": "a", "parts": "not a list"},)),
+        AgentReply(text=5),  # type: ignore[arg-type]
+        AgentReply(parts=({"data": {"when": object()}},)),
+    ],
+)
+def test_a_result_the_task_cannot_store_is_the_agents_crash(result: AgentResult) -> None:
+    # Found by audit: such results failed the terminal write itself (PostgreSQL refuses
+    # U+0000, unpaired surrogates and NaN), every attempt, and the task stayed WORKING.
+    with pytest.raises(AgentCrash) as crash:
+        outcome_of(result)
+    assert crash.value.category == ERROR_AGENT
+
+
+def test_ordinary_text_parts_and_artifacts_pass_the_storable_check() -> None:
+    reply = AgentReply(
+        text="emoji 😀 and \t tabs\n",
+        parts=({"data": {"n": 1.5, "list": [1, "two", None]}},),
+        artifacts=({"artifactId": "a-1", "parts": [{"text": "x"}]},),
+    )
+    assert outcome_of(reply).state == states.COMPLETED

@@ -170,3 +170,52 @@ async def test_identity_turns_run_in_order_and_identities_in_parallel(db_url: st
         for who in ("alice", "bob"):
             mine = [t.message_id for t in done if t.identity == who]
             assert mine == [f"{who}-0", f"{who}-1", f"{who}-2"]
+
+
+async def test_an_unstorable_agent_result_fails_the_task_instead_of_leaving_it_working(
+    db_url: str,
+) -> None:
+    # Found by audit: an artifact holding U+0000 (PostgreSQL refuses it) or an unpaired
+    # surrogate failed the terminal write on every attempt; the turn went dead and its task
+    # stayed WORKING forever, with no push. Now it is the agent's fault: retried, then FAILED.
+    async with running_edge(db_url, turn_max_attempts=2, failure_text="Sorry.") as (edge, db):
+        nul = await send(edge, 'artifact data "a\\u0000b"\nreply x', message_id="m1")
+        lone = await send(edge, 'artifact data "\\ud800"\nreply y', message_id="m2")
+        for task_id in (nul, lone):
+            row = await eventually(lambda t=task_id: reached(db, t, *FINAL))
+            assert (row.state, status_text(row)) == (states.FAILED, "Sorry.")
+            (turn,) = await turns(db, task_id)
+            assert (turn.status, turn.last_error) == (states.TURN_DEAD, "agent_error")
+            finals = [o for o in await outbox(db, task_id) if o.kind == "final"]
+            assert len(finals) == 1
+
+
+async def test_an_internal_error_on_every_attempt_still_fails_the_task_with_a_final_push(
+    db_url: str,
+) -> None:
+    # The write path itself failing (a bug, a database refusal) on each attempt: after the
+    # last one the task fails with the operator's text and its final push, as for a crash.
+    async with running_edge(db_url, turn_max_attempts=2, failure_text="Sorry.") as (edge, db):
+        writes = edge.services.background[0].runner.writes  # type: ignore[attr-defined]
+        real_finish = writes.finish_and_settle
+        calls: list[str] = []
+
+        async def failing_finish(*args: Any, **kwargs: Any) -> Any:
+            outcome = args[3]
+            if outcome.text == "never stored":  # this agent answer: refused every time
+                calls.append("refused")
+                raise RuntimeError("the write failed")
+            return await real_finish(*args, **kwargs)
+
+        writes.finish_and_settle = failing_finish
+        task_id = await send(edge, "reply never stored", message_id="m1")
+        later = await send(edge, "reply after it", message_id="m2")
+        row = await eventually(lambda: reached(db, task_id, *FINAL))
+        assert (row.state, status_text(row)) == (states.FAILED, "Sorry.")
+        assert calls == ["refused", "refused"]
+        (turn,) = await turns(db, task_id)
+        assert turn.status == states.TURN_DEAD
+        assert [o.message_key for o in await outbox(db, task_id) if o.kind == "final"] == ["final"]
+        writes.finish_and_settle = real_finish
+        row = await eventually(lambda: reached(db, later, *FINAL))
+        assert (row.state, status_text(row)) == (states.COMPLETED, "after it")

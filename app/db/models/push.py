@@ -33,11 +33,23 @@ class PushConfigRow(Base):
     )
 
 
+_ON_WIRE = "status = 'pending' AND lease_until IS NOT NULL"
+
+
 class PushOutboxRow(Base):
     __tablename__ = "push_outbox"
     __table_args__ = (
-        Index("ix_push_outbox_due", "status", "next_attempt_at"),
+        # In the claim's order, so its scan stops at the limit (migration 0004).
+        Index("ix_push_outbox_due", "status", "next_attempt_at", "id"),
         Index("ix_push_outbox_task", "tenant", "task_id", "id"),
+        # Only the rows being sent: the claim's "no row of this task on the wire" test.
+        Index(
+            "ix_push_outbox_on_wire",
+            "tenant",
+            "task_id",
+            postgresql_where=text(_ON_WIRE),
+            sqlite_where=text(_ON_WIRE),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
