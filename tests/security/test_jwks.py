@@ -338,51 +338,50 @@ async def test_a_verified_token_pins_through_the_verifier(kit: GatewayKit) -> No
     assert calls == [JWKS_URL, JWKS_URL]
 
 
+def slow_answer(gateway: Gateway, clock: FakeClock, seconds: float, status: int) -> None:
+    """Each fetch takes ``seconds`` of the fetcher's clock, then answers ``status``."""
+    gateway.delay = 0.01  # long enough for the other requests to queue behind it
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        clock.advance(seconds)
+        if status != 200:
+            return httpx.Response(status)
+        return httpx.Response(200, json=gateway.kit.jwks())
+
+    gateway.respond = respond
+
+
 async def test_waiters_behind_a_slow_failing_fetch_take_its_outcome(
     fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
 ) -> None:
     # Found by audit: a fetch that failed after more than the backoff (a 3-s timeout) let
     # every request queued behind it fetch again, one after another: N requests, N deadlines.
-    async def slow_failure(request: httpx.Request) -> httpx.Response:
-        gateway.calls.append(str(request.url))
-        await asyncio.sleep(0.01)
-        clock.advance(3)  # the fetch took the whole deadline
-        return httpx.Response(503)
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(slow_failure)) as client:
-        slow = JwksFetcher(make_settings(), client, clock=clock)
-        results = await asyncio.gather(
-            *(slow.get_key(JKU, "gw-key-1") for _ in range(6)), return_exceptions=True
-        )
-        assert all(isinstance(r, Unauthorized) and r.reason == "jwks_unavailable" for r in results)
-        assert slow.fetch_count == 1
-        # The backoff counts from the end of the failed fetch.
-        clock.advance(0.5)
-        assert await unavailable(slow) == "jwks_unavailable"
-        assert slow.fetch_count == 1
-        clock.advance(0.5)
-        assert await unavailable(slow) == "jwks_unavailable"
-        assert slow.fetch_count == 2
+    slow_answer(gateway, clock, 3, 503)  # the fetch took the whole deadline
+    results = await asyncio.gather(
+        *(fetcher.get_key(JKU, "gw-key-1") for _ in range(6)), return_exceptions=True
+    )
+    assert all(isinstance(r, Unauthorized) and r.reason == "jwks_unavailable" for r in results)
+    assert fetcher.fetch_count == 1
+    # The backoff counts from the end of the failed fetch.
+    clock.advance(0.5)
+    assert await unavailable(fetcher) == "jwks_unavailable"
+    assert fetcher.fetch_count == 1
+    clock.advance(0.5)
+    assert await unavailable(fetcher) == "jwks_unavailable"
+    assert fetcher.fetch_count == 2
 
 
 async def test_waiters_behind_a_slow_successful_fetch_do_not_fetch_again(
     fetcher: JwksFetcher, gateway: Gateway, clock: FakeClock
 ) -> None:
-    async def slow_success(request: httpx.Request) -> httpx.Response:
-        gateway.calls.append(str(request.url))
-        await asyncio.sleep(0.01)
-        clock.advance(40)  # longer than the cooldown
-        return httpx.Response(200, json=gateway.kit.jwks())
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(slow_success)) as client:
-        slow = JwksFetcher(make_settings(), client, clock=clock)
-        results = await asyncio.gather(
-            *(slow.get_key(JKU, kid) for kid in ["gw-key-1"] + ["nope"] * 5),
-            return_exceptions=True,
-        )
+    slow_answer(gateway, clock, 40, 200)  # longer than the cooldown
+    results = await asyncio.gather(
+        *(fetcher.get_key(JKU, kid) for kid in ["gw-key-1"] + ["nope"] * 5),
+        return_exceptions=True,
+    )
     assert not isinstance(results[0], BaseException)
     assert all(isinstance(r, Unauthorized) and r.reason == "unknown_kid" for r in results[1:])
-    assert slow.fetch_count == 1
+    assert fetcher.fetch_count == 1
 
 
 async def test_unknown_kid_refetches_at_most_once_per_cooldown(
