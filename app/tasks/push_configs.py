@@ -34,6 +34,8 @@ from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import insert_for, load_task
 
 MAX_CONFIG_ID = 128
+MAX_CONFIGS_PER_TASK = 10  # each push of the task goes to every one of them
+_CURSOR = re.compile(r"[A-Za-z0-9_-]+")  # what _encode_id_cursor writes
 MAX_SECRET = 4096
 # RFC 9110 §5.6.2 token: an auth scheme is sent as ``Authorization: <scheme> <credentials>``.
 _SCHEME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")
@@ -158,6 +160,7 @@ async def store_push_config(
             )
         ).scalar_one_or_none()
     config_id = config_id or str(uuid.uuid4())
+    await _check_room(session, scope, task_id, config_id)
     values = {
         "url": config.url,
         "token_enc": secrets.encrypt(config.token) if config.token else None,
@@ -178,6 +181,35 @@ async def store_push_config(
         )
     )
     return config_id
+
+
+async def _check_room(
+    session: AsyncSession, scope: CallerScope, task_id: str, config_id: str
+) -> None:
+    """A new config id must find the task below ``MAX_CONFIGS_PER_TASK`` (replacing one is
+    always allowed): every push of the task goes to each config, so an unbounded number
+    would let one caller multiply the outbox and the gateway's traffic (found by audit: 1,004
+    configs on one task were accepted)."""
+    held = (
+        (
+            await session.execute(
+                select(PushConfigRow.id)
+                .where(
+                    PushConfigRow.tenant == scope.tenant,
+                    PushConfigRow.identity == scope.identity,
+                    PushConfigRow.task_id == task_id,
+                )
+                .limit(MAX_CONFIGS_PER_TASK + 1)
+            )
+        )
+        .scalars()
+        .all()
+    )
+    if config_id not in held and len(held) >= MAX_CONFIGS_PER_TASK:
+        raise InvalidParams(
+            f"a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; "
+            "replace or delete one"
+        )
 
 
 def public_config(row: PushConfigRow) -> dict[str, Any]:
@@ -302,9 +334,14 @@ def _encode_id_cursor(config_id: str) -> str:
 
 def _decode_id_cursor(token: str) -> str:
     try:
+        # Strict: the lenient decoder drops characters outside the alphabet, so "!!!" read as
+        # an empty id and restarted the listing instead of being refused (found by audit).
+        if not _CURSOR.fullmatch(token):
+            raise ValueError
         padded = token + "=" * (-len(token) % 4)
-        config_id = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
-        if not is_clean(config_id):  # U+0000 would reach PostgreSQL as a -32603
+        raw = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
+        config_id = raw.decode()
+        if not config_id or not is_clean(config_id):  # U+0000 would reach PostgreSQL as -32603
             raise ValueError
         return config_id
     except (ValueError, UnicodeError):

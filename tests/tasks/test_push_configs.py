@@ -116,6 +116,36 @@ async def test_list_pages(edge: EdgeHarness):
     assert error["code"] == -32602
 
 
+@pytest.mark.parametrize("token", ["!!!", "%%", "....", "=", "  ", "AAAA", "a+b/", "A"])
+async def test_a_malformed_page_token_is_refused_not_read_as_the_first_page(
+    edge: EdgeHarness, token: str
+):
+    # Found by audit: "!!!" decoded leniently to an empty id and restarted the listing.
+    task_id = await _task(edge)
+    params = {"taskId": task_id, "pageSize": 2, "pageToken": token}
+    error = rpc_error(await edge.rpc("ListTaskPushNotificationConfigs", params))
+    assert error["code"] == -32602 and "pageToken" in error["message"]
+
+
+async def test_a_task_holds_a_bounded_number_of_push_configs(edge: EdgeHarness):
+    # Found by audit: 1,004 configs were accepted on one task, and every push of the task
+    # goes to each of them. The first config came with SendMessage.
+    task_id = await _task(edge)
+    for n in range(9):
+        await edge.result(
+            "CreateTaskPushNotificationConfig", {"taskId": task_id, "id": f"c{n}", "url": PUSH_URL}
+        )
+    extra = {"taskId": task_id, "id": "one-too-many", "url": PUSH_URL}
+    error = rpc_error(await edge.rpc("CreateTaskPushNotificationConfig", extra))
+    assert error["code"] == -32602 and "at most 10" in error["message"]
+    # Replacing one is still allowed, and a delete makes room.
+    again = {"taskId": task_id, "id": "c3", "url": PUSH_URL, "token": "new-token"}
+    await edge.result("CreateTaskPushNotificationConfig", again)
+    await edge.result("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "c3"})
+    await edge.result("CreateTaskPushNotificationConfig", extra)
+    assert await count(edge.services.db, PushConfigRow) == 10
+
+
 async def test_continuation_reuses_the_push_config(edge: EdgeHarness):
     from app.tasks import states
     from app.tasks.outcome import TurnOutcome
