@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import traceback
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,17 +40,41 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
+class PlainFormatter(logging.Formatter):
+    """Human-readable lines for development (``EDGE_LOG_JSON=false``). A traceback keeps its
+    frames but not the exception's text, as the JSON lines keep only its type: a driver's
+    error carries the SQL's parameters, prompts included (found by audit)."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        # Another handler may have cached the full text in ``exc_text``: never reuse it.
+        cached, record.exc_text = record.exc_text, None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
+    def formatException(self, ei: Any) -> str:
+        kind, _, tb = ei
+        frames = "".join(traceback.format_tb(tb))
+        name = getattr(kind, "__name__", "Exception")
+        return f"Traceback (most recent call last):\n{frames}{name} (its text is not logged)"
+
+
+# Libraries that log data at DEBUG or INFO: aiosqlite and SQLAlchemy's engine log each
+# statement with its parameters (prompts, push rows), httpx every request URL (push urls, JWKS
+# urls), Alembic every migration context (readiness opens one). They stay at WARNING whatever
+# EDGE_LOG_LEVEL says (found by audit: DEBUG logged every prompt through aiosqlite).
+_QUIET = ("aiosqlite", "sqlalchemy", "asyncpg", "httpx", "httpcore", "alembic")
+
+
 def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    if json_logs:
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(JsonFormatter() if json_logs else PlainFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # Alembic narrates every migration context at INFO (readiness checks open one).
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    # httpx logs every request URL at INFO: push urls and JWKS urls are not for the log stream.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
