@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import TaskPushNotificationConfig
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Database
@@ -149,12 +149,7 @@ async def store_push_config(
         config_id = (
             await session.execute(
                 select(PushConfigRow.id)
-                .where(
-                    PushConfigRow.tenant == scope.tenant,
-                    PushConfigRow.identity == scope.identity,
-                    PushConfigRow.task_id == task_id,
-                    PushConfigRow.url == config.url,
-                )
+                .where(*_of_task(scope, task_id), PushConfigRow.url == config.url)
                 .order_by(PushConfigRow.created_at, PushConfigRow.id)
                 .limit(1)
             )
@@ -183,6 +178,15 @@ async def store_push_config(
     return config_id
 
 
+def _of_task(scope: CallerScope, task_id: str) -> tuple[ColumnElement[bool], ...]:
+    """The caller's configs of one task (every query here takes the caller scope)."""
+    return (
+        PushConfigRow.tenant == scope.tenant,
+        PushConfigRow.identity == scope.identity,
+        PushConfigRow.task_id == task_id,
+    )
+
+
 async def _check_room(
     session: AsyncSession, scope: CallerScope, task_id: str, config_id: str
 ) -> None:
@@ -190,21 +194,8 @@ async def _check_room(
     always allowed): every push of the task goes to each config, so an unbounded number
     would let one caller multiply the outbox and the gateway's traffic (found by audit: 1,004
     configs on one task were accepted)."""
-    held = (
-        (
-            await session.execute(
-                select(PushConfigRow.id)
-                .where(
-                    PushConfigRow.tenant == scope.tenant,
-                    PushConfigRow.identity == scope.identity,
-                    PushConfigRow.task_id == task_id,
-                )
-                .limit(MAX_CONFIGS_PER_TASK + 1)
-            )
-        )
-        .scalars()
-        .all()
-    )
+    query = select(PushConfigRow.id).where(*_of_task(scope, task_id))
+    held = (await session.execute(query.limit(MAX_CONFIGS_PER_TASK + 1))).scalars().all()
     if config_id not in held and len(held) >= MAX_CONFIGS_PER_TASK:
         raise InvalidParams(
             f"a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; "
