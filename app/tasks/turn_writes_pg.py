@@ -214,7 +214,7 @@ async def finish_pg(
     if known is not None:
         done = await _write_outcome(pool, scope, task_id, fence, outcome, allowed, known, settle)
         if done.applied:
-            return done  # one round trip instead of two (bench/README, round seven)
+            return done  # one round trip instead of two (bench/ROUNDS.md, round seven)
     row = await pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
     if row is None:
         return _REFUSED

@@ -66,7 +66,7 @@ RETURNING 1
 
 
 # ``settle`` and the read of the identity's next head in one statement: the drain reads the
-# head after every settled turn, so apart they were two round trips per turn (bench/README,
+# head after every settled turn, so apart they were two round trips per turn (bench/ROUNDS.md,
 # round seven). Every part of a statement sees the same snapshot, taken before its UPDATE
 # runs, so the settled turn still looks unfinished to the head read: it is left out by id
 # (it was the head, so the next head has a higher id). The head is only used when the
@@ -89,7 +89,7 @@ SELECT (SELECT count(*) FROM settled) AS applied, """
 
 
 # The claim (``lease.CLAIM_SQL``) and each claimed identity's head turn in one statement: a
-# drain starts by reading its head, one more round trip per claimed identity (bench/README,
+# drain starts by reading its head, one more round trip per claimed identity (bench/ROUNDS.md,
 # round seven). The head read sees the statement's snapshot, and so does the claim's search
 # for identities whose head is due; a holder that lost its lease before that snapshot cannot
 # write after it (its fence requires an unexpired lease, and the lease had expired).

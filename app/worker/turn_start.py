@@ -4,7 +4,7 @@ The attempt is counted and the turn marked ``running`` before anything else happ
 (``mailbox.begin_attempt``; a worker killed mid-turn leaves a counted attempt behind), then the
 runner reads the task it is about to run (``TurnWrites.load_turn_context``). On PostgreSQL the
 two are one statement on the statement pool: the fenced turn update in a data-modifying CTE and
-the task read beside it. Apart they were two round trips on every turn (bench/README, round
+the task read beside it. Apart they were two round trips on every turn (bench/ROUNDS.md, round
 seven). The task read sees the statement's snapshot, taken as it starts: the same task a read
 right after the update would have seen, give or take a write that lands between the two, which
 the runner's guarded writes refuse either way (a cancel makes ``mark_working`` refuse). The
