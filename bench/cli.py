@@ -21,7 +21,7 @@ from bench import pg, procs
 from bench.config import FULL, QUICK, Profile
 from bench.context import Ctx
 from bench.gateway import BenchGateway
-from bench.host import IdleState
+from bench.host import CpuTimes, IdleState
 from bench.loadgen import ensure_wrk
 from bench.report import Report, machine_info
 from bench.servers import EdgeConfig
@@ -127,7 +127,7 @@ def _run_benchmarks(ctx: Ctx, selected: list[str], *, keep: bool) -> list[str]:
         for number in selected:
             module = importlib.import_module(BENCHMARKS[number])
             print(f"\n== {module.NAME}", flush=True)
-            started = time.monotonic()
+            started, host_before = time.monotonic(), CpuTimes.read()
             try:
                 module.run(ctx)
             except Exception as exc:
@@ -135,6 +135,9 @@ def _run_benchmarks(ctx: Ctx, selected: list[str], *, keep: bool) -> list[str]:
                 ctx.stop_all()
                 traceback.print_exc()
                 ctx.report.note(f"{module.NAME}: failed: {type(exc).__name__}: {exc}"[:400])
+            host_after = CpuTimes.read()
+            if host_before is not None and host_after is not None:
+                ctx.report.note(f"{module.NAME}: {host_after.steal_note(host_before)}")
             print(f"   ({time.monotonic() - started:.1f}s)", flush=True)
     finally:
         ctx.stop_all()

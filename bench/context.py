@@ -17,6 +17,7 @@ import httpx
 from bench import loadgen, pg
 from bench.config import AUDIENCE, GROWTH_TENANT, HOT_IDENTITIES, TENANT, Profile
 from bench.gateway import BenchGateway
+from bench.host import CpuTimes
 from bench.loadgen import HttpResult
 from bench.procs import Proc
 from bench.report import Report
@@ -103,6 +104,7 @@ class Ctx:
         assert proc.port is not None
         self._runs += 1
         cpu_before = proc.cpu_seconds()
+        host_before = CpuTimes.read()
         result = loadgen.run(
             self.tool,
             port=proc.port,
@@ -112,6 +114,13 @@ class Ctx:
             salt=f"{self.dbs.prefix}-{self._runs}",
         )
         result = dataclasses.replace(result, server_cpu_seconds=proc.cpu_seconds() - cpu_before)
+        host_after = CpuTimes.read()
+        if host_before is not None and host_after is not None:
+            result = dataclasses.replace(
+                result,
+                host_ticks=host_after.total - host_before.total,
+                steal_ticks=host_after.steal - host_before.steal,
+            )
         if result.bad:
             self.report.note(
                 f"{proc.name} c={connections}: {result.bad} of {result.requests} answers were "

@@ -10,6 +10,11 @@ polling answered the edge's GetTask 1.58x faster at c = 1 (round twelve, paired 
 no cpuidle driver the guest halts at once too and the parameter is not read; what a halt
 costs there is the host's business (KVM can poll on its side), invisible from here. Both are
 read from ``/proc`` and ``/sys`` so each run's table says which kind of host it came from.
+
+A third thing moves a run's figures and is visible from inside: steal time, the share of its
+vCPUs' time the hypervisor gave to something else (``/proc/stat``). Round nineteen's host
+ran every server 2.5x slower in one run of benchmark 2 out of four; each benchmark's notes
+now say how much was stolen while it ran, so such a run can be told from a slow edge.
 """
 
 from __future__ import annotations
@@ -78,6 +83,42 @@ class IdleState:
             'and resume; c = 1 figures carry it (README, "Latency at low concurrency on '
             'virtual machines")'
         )
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """The machine's CPU time since boot in clock ticks, summed over every CPU (the ``cpu``
+    line of ``/proc/stat``): all of it, and the part stolen by the hypervisor."""
+
+    total: int
+    steal: int
+
+    @classmethod
+    def read(cls, proc_root: Path = Path("/proc")) -> CpuTimes | None:
+        """``None`` where ``/proc/stat`` is missing or has no steal column (kernels < 2.6.11)."""
+        text = _read(proc_root / "stat")
+        line = next((ln for ln in (text or "").splitlines() if ln.startswith("cpu ")), None)
+        if line is None:
+            return None
+        fields = line.split()[1:]
+        if len(fields) < 8 or not all(f.isdigit() for f in fields):
+            return None
+        ticks = [int(f) for f in fields]
+        # Fields 9 and 10 (guest, guest_nice) are already counted in user and nice
+        # (proc(5)), so the total is the first eight.
+        return cls(total=sum(ticks[:8]), steal=ticks[7])
+
+    def steal_note(self, earlier: CpuTimes) -> str:
+        """How much of the time since ``earlier`` was stolen, for a benchmark's notes."""
+        elapsed = self.total - earlier.total
+        if elapsed <= 0:
+            return "host steal time not measured (no CPU time passed)"
+        if self.steal == 0:
+            # A guest without a steal clock reads 0 for ever; only a non-zero count since
+            # boot shows that the host reports it at all.
+            return "host steal time 0 since boot (the hypervisor may not report it)"
+        share = (self.steal - earlier.steal) / elapsed
+        return f"host steal time {share:.1%} of the vCPUs' time while it ran"
 
 
 def _read(path: Path) -> str | None:

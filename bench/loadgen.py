@@ -38,6 +38,9 @@ class HttpResult:
     server_cpu_seconds: float | None = None
     # The rate of each round a combined result was made of, in order (``combine``).
     round_rates: tuple[float, ...] = ()
+    # The machine's CPU ticks during the run, all and stolen (``Ctx.load`` sets them).
+    host_ticks: int | None = None
+    steal_ticks: int | None = None
 
     @classmethod
     def combine(cls, rounds: list[HttpResult]) -> HttpResult:
@@ -62,7 +65,16 @@ class HttpResult:
                 else sum(r.server_cpu_seconds or 0.0 for r in rounds)
             ),
             round_rates=tuple(r.rps for r in rounds),
+            host_ticks=_sum_or_none([r.host_ticks for r in rounds]),
+            steal_ticks=_sum_or_none([r.steal_ticks for r in rounds]),
         )
+
+    @property
+    def steal_share(self) -> float | None:
+        """The share of the machine's CPU time stolen by the hypervisor during the run."""
+        if not self.host_ticks or self.steal_ticks is None:
+            return None
+        return self.steal_ticks / self.host_ticks
 
     @property
     def cpu_us_per_request(self) -> float | None:
@@ -190,3 +202,10 @@ def _http_result(tool: str, connections: int, doc: dict[str, Any]) -> HttpResult
         bad=int(doc["bad"]) + int(doc.get("socket_errors", 0)),
         pool_wraps=int(doc["pool_wraps"]),
     )
+
+
+def _sum_or_none(values: list[int | None]) -> int | None:
+    """The sum, or ``None`` when any round was not measured."""
+    if any(v is None for v in values):
+        return None
+    return sum(v or 0 for v in values)

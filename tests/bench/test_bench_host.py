@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.host import IdleState, cpu_name
+from bench.host import CpuTimes, IdleState, cpu_name
 from bench.report import Report
 
 CPUINFO = "processor\t: 0\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\nflags\t: fpu\n"
@@ -69,3 +69,35 @@ def test_markdown_header_names_the_idle_state(tmp_path: Path) -> None:
     old = Report(profile="quick", loadgen="wrk", machine={"cpu": "x", "postgres": "15"})
     old.write(tmp_path / "old")
     assert "PostgreSQL 15; run" in (tmp_path / "old" / "latest.md").read_text()
+
+
+def _stat(root: Path, cpu_line: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "stat").write_text(f"{cpu_line}\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 12345\n")
+    return root
+
+
+def test_cpu_times_read_the_machine_line_of_proc_stat(tmp_path: Path) -> None:
+    # user nice system idle iowait irq softirq steal guest guest_nice (proc(5)).
+    times = CpuTimes.read(_stat(tmp_path, "cpu  100 0 20 300 5 0 5 70 40 0"))
+    # guest time is already inside user: the total is the first eight fields.
+    assert times == CpuTimes(total=500, steal=70)
+    assert CpuTimes.read(_stat(tmp_path / "old", "cpu  100 0 20 300 5 0 5")) is None
+    assert CpuTimes.read(_stat(tmp_path / "odd", "cpu  100 x 20 300 5 0 5 7")) is None
+    assert CpuTimes.read(tmp_path / "missing") is None
+    real = CpuTimes.read()
+    assert real is not None and real.total > 0 and real.steal >= 0
+
+
+def test_steal_note_gives_the_share_and_admits_a_host_that_reports_none() -> None:
+    before = CpuTimes(total=1000, steal=10)
+    assert CpuTimes(total=1400, steal=22).steal_note(before) == (
+        "host steal time 3.0% of the vCPUs' time while it ran"
+    )
+    assert CpuTimes(total=1400, steal=10).steal_note(before) == (
+        "host steal time 0.0% of the vCPUs' time while it ran"
+    )
+    # A guest without a steal clock reads 0 for ever: that is no evidence of an idle host.
+    never = CpuTimes(total=1400, steal=0).steal_note(CpuTimes(total=1000, steal=0))
+    assert never == "host steal time 0 since boot (the hypervisor may not report it)"
+    assert "not measured" in before.steal_note(before)

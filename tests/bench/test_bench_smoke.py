@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.b2_gettask import binding_goal_note, round_spread_note
+from bench.b2_gettask import binding_goal_note, round_spread_note, steal_note
 from bench.loadgen import HttpResult, write_pool
 from bench.procs import cpu_seconds_of, postgres_cpu_seconds
 from bench.profile import _finish_py_spy
@@ -108,6 +108,28 @@ def test_round_spread_note_pairs_the_rounds_measured_together() -> None:
     assert round_spread_note("1p c1", _result(1500, None), sdk, bare) is None
     assert round_spread_note("1p c1", _rounds(1, 2, 3), sdk, bare) is None
     assert round_spread_note("1p c1", edge, _rounds(400, 0), bare) is None
+
+
+def _ticks(host: int | None, steal: int | None) -> HttpResult:
+    return HttpResult(
+        "wrk", 1, 100, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0, host_ticks=host, steal_ticks=steal
+    )
+
+
+def test_steal_adds_up_over_rounds_and_is_noted_per_cell_only_past_one_per_cent() -> None:
+    combined = HttpResult.combine([_ticks(200, 2), _ticks(200, 6)])
+    assert (combined.host_ticks, combined.steal_ticks) == (400, 8)
+    assert combined.steal_share == pytest.approx(0.02)
+    assert HttpResult.combine([_ticks(200, 2), _ticks(None, None)]).steal_share is None
+    # The cell is every server's rounds: 2 + 6 + 4 stolen of 1,200 ticks is 1.0 %.
+    cell = (combined, _ticks(400, 0), _ticks(400, 4))
+    assert steal_note("1p c1", cell) == (
+        "1p c1: host steal time 1.0% of the vCPUs' time during the cell"
+    )
+    assert steal_note("1p c1", (_ticks(400, 3), _ticks(400, 0), _ticks(400, 0))) is None
+    # Not measured (no /proc/stat) or no time passed: no note rather than a wrong one.
+    assert steal_note("1p c1", (_ticks(None, None), _ticks(400, 40), _ticks(400, 40))) is None
+    assert steal_note("1p c1", (_ticks(0, 0),)) is None
 
 
 def test_binding_goal_note_names_the_a2a_sdk_goal_only_when_it_is_the_stricter() -> None:
