@@ -12,9 +12,11 @@ costs there is the host's business (KVM can poll on its side), invisible from he
 read from ``/proc`` and ``/sys`` so each run's table says which kind of host it came from.
 
 A third thing moves a run's figures and is visible from inside: steal time, the share of its
-vCPUs' time the hypervisor gave to something else (``/proc/stat``). Round nineteen's host
-ran every server 2.5x slower in one run of benchmark 2 out of four; each benchmark's notes
-now say how much was stolen while it ran, so such a run can be told from a slow edge.
+vCPUs' time the hypervisor gave to something else (``/proc/stat``). On round nineteen's host
+one run of benchmark 2 in seven lost 17 % of the machine's time to it under load; each
+benchmark's notes now say how much was stolen while it ran, so such a run can be told from
+a slow edge (a host that runs its vCPUs slower without taking time away shows in the bare
+endpoint's CPU per request instead).
 """
 
 from __future__ import annotations

@@ -70,13 +70,6 @@ class HttpResult:
         )
 
     @property
-    def steal_share(self) -> float | None:
-        """The share of the machine's CPU time stolen by the hypervisor during the run."""
-        if not self.host_ticks or self.steal_ticks is None:
-            return None
-        return self.steal_ticks / self.host_ticks
-
-    @property
     def cpu_us_per_request(self) -> float | None:
         """The server's CPU per answered request, in µs (``None`` when not measured)."""
         if self.server_cpu_seconds is None or self.requests <= 0:
