@@ -16,7 +16,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_N = TypeVar("_N", int, float)
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "lua" / "pool.lua"
@@ -59,11 +61,7 @@ class HttpResult:
             mean_ms=statistics.median(r.mean_ms for r in rounds),
             bad=sum(r.bad for r in rounds),
             pool_wraps=sum(r.pool_wraps for r in rounds),
-            server_cpu_seconds=(
-                None
-                if any(r.server_cpu_seconds is None for r in rounds)
-                else sum(r.server_cpu_seconds or 0.0 for r in rounds)
-            ),
+            server_cpu_seconds=_sum_or_none([r.server_cpu_seconds for r in rounds]),
             round_rates=tuple(r.rps for r in rounds),
             host_ticks=_sum_or_none([r.host_ticks for r in rounds]),
             steal_ticks=_sum_or_none([r.steal_ticks for r in rounds]),
@@ -197,8 +195,10 @@ def _http_result(tool: str, connections: int, doc: dict[str, Any]) -> HttpResult
     )
 
 
-def _sum_or_none(values: list[int | None]) -> int | None:
-    """The sum, or ``None`` when any round was not measured."""
-    if any(v is None for v in values):
+def _sum_or_none(values: list[_N | None]) -> _N | None:
+    """The sum, or ``None`` when any round was not measured (no figure rather than a
+    wrong one)."""
+    measured = [v for v in values if v is not None]
+    if len(measured) < len(values):
         return None
-    return sum(v or 0 for v in values)
+    return sum(measured[1:], measured[0]) if measured else None
