@@ -68,18 +68,30 @@ def round_spread_note(tag: str, edge: HttpResult, sdk: HttpResult, bare: HttpRes
 STEAL_NOTE_SHARE = 0.01
 
 
-def steal_note(tag: str, results: tuple[HttpResult, ...]) -> str | None:
-    """The cell's steal time when it reached ``STEAL_NOTE_SHARE`` of the machine's CPU time.
+def steal_note(tag: str, results: dict[str, HttpResult]) -> str | None:
+    """The cell's steal time when it reached ``STEAL_NOTE_SHARE`` of the machine's CPU time,
+    with each server's share of its own turns.
 
     Stolen time lands on whichever server was being measured, so a cell with a few per cent
-    of it can move a ratio at c = 1 by more than the goals' margins (bench/host.py)."""
-    host = sum(r.host_ticks or 0 for r in results)
-    if any(r.steal_ticks is None for r in results) or host <= 0:
+    of it can move a ratio at c = 1 by more than the goals' margins (bench/host.py); the
+    shares per server say which way: steal that fell on the edge's turns more than on a
+    baseline's lowers the edge's ratio to it (round twenty-three, bench/ROUNDS.md)."""
+    cell = list(results.values())
+    host = sum(r.host_ticks or 0 for r in cell)
+    if any(r.steal_ticks is None for r in cell) or host <= 0:
         return None
-    share = sum(r.steal_ticks or 0 for r in results) / host
+    share = sum(r.steal_ticks or 0 for r in cell) / host
     if share < STEAL_NOTE_SHARE:
         return None
-    return f"{tag}: host steal time {share:.1%} of the vCPUs' time during the cell"
+    each = ", ".join(
+        f"{name} {(r.steal_ticks or 0) / r.host_ticks:.1%}"
+        for name, r in results.items()
+        if r.host_ticks
+    )
+    return (
+        f"{tag}: host steal time {share:.1%} of the vCPUs' time during the cell "
+        f"({each} of their own turns)"
+    )
 
 
 def edge_method(ctx: Ctx, proc: Proc, token: str) -> str:
@@ -205,7 +217,7 @@ def _add_rows(
         for note in (
             binding_goal_note(tag, s.rps, b.rps),
             round_spread_note(tag, e, s, b),
-            steal_note(tag, (e, s, b)),
+            steal_note(tag, {"edge": e, "a2a-sdk": s, "bare": b}),
         ):
             if note is not None:
                 ctx.report.note(f"{name} {note}")

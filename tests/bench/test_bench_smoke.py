@@ -121,15 +121,19 @@ def test_steal_adds_up_over_rounds_and_is_noted_per_cell_only_past_one_per_cent(
     assert (combined.host_ticks, combined.steal_ticks) == (400, 8)
     unmeasured = HttpResult.combine([_ticks(200, 2), _ticks(None, None)])
     assert (unmeasured.host_ticks, unmeasured.steal_ticks) == (None, None)
-    # The cell is every server's rounds: 2 + 6 + 4 stolen of 1,200 ticks is 1.0 %.
-    cell = (combined, _ticks(400, 0), _ticks(400, 4))
+    # The cell is every server's rounds: 2 + 6 + 4 stolen of 1,200 ticks is 1.0 %; each
+    # server's share is of its own turns, so a reader sees which ratio the steal leaned on.
+    cell = {"edge": combined, "a2a-sdk": _ticks(400, 0), "bare": _ticks(400, 4)}
     assert steal_note("1p c1", cell) == (
-        "1p c1: host steal time 1.0% of the vCPUs' time during the cell"
+        "1p c1: host steal time 1.0% of the vCPUs' time during the cell "
+        "(edge 2.0%, a2a-sdk 0.0%, bare 1.0% of their own turns)"
     )
-    assert steal_note("1p c1", (_ticks(400, 3), _ticks(400, 0), _ticks(400, 0))) is None
+    quiet = {"edge": _ticks(400, 3), "a2a-sdk": _ticks(400, 0), "bare": _ticks(400, 0)}
+    assert steal_note("1p c1", quiet) is None
     # Not measured (no /proc/stat) or no time passed: no note rather than a wrong one.
-    assert steal_note("1p c1", (_ticks(None, None), _ticks(400, 40), _ticks(400, 40))) is None
-    assert steal_note("1p c1", (_ticks(0, 0),)) is None
+    unmeasured_cell = {"edge": _ticks(None, None), "a2a-sdk": _ticks(400, 40)}
+    assert steal_note("1p c1", unmeasured_cell) is None
+    assert steal_note("1p c1", {"edge": _ticks(0, 0)}) is None
 
 
 def test_binding_goal_note_names_the_a2a_sdk_goal_only_when_it_is_the_stricter() -> None:
