@@ -37,6 +37,25 @@ def test_rates_and_latencies_are_oriented_so_higher_is_better() -> None:
     assert alone.ratio is None and alone.verdict == ""
 
 
+def test_a_ratio_just_under_its_goal_is_a_miss_in_every_output(tmp_path: Path) -> None:
+    # Round eighteen's committed table: 1,546 against 4,425 req/s is 0.3495 of the bare rate,
+    # which rounding made 0.350 and a met 0.35x goal. Ratios are cut, not rounded.
+    under = rate_row("2 GetTask", "req/s 2p c1", 1546.43, "/s", "bare", 4424.63, 0.35)
+    assert under.ratio == 0.349 and under.verdict == "MISS"
+    at = rate_row("2 GetTask", "req/s 1p c1", 350.0, "/s", "bare", 1000.0, 0.35)
+    assert at.ratio == 0.35 and at.verdict == "ok"
+    # binary noise must not cut an exact ratio below itself (1.001 * 1000 < 1001 in floats)
+    assert rate_row("b", "r", 1001.0, "/s", "x", 1000.0, 1.001).verdict == "ok"
+    report = Report(profile="quick", loadgen="wrk", machine={})
+    report.rows.extend([under, at])
+    report.write(tmp_path)
+    rows = json.loads((tmp_path / "latest.json").read_text())
+    assert [r["ratio"] for r in rows] == [0.349, 0.35]
+    markdown = (tmp_path / "latest.md").read_text()
+    assert "| 0.349x | ≥ 0.35x ✗ |" in markdown and "| 0.35x | ≥ 0.35x ✓ |" in markdown
+    assert "0.349x  >= 0.35x  MISS" in report.table()
+
+
 def test_report_writes_json_rows_and_markdown(tmp_path: Path) -> None:
     report = Report(profile="quick", loadgen="wrk", machine={"cpu": "x", "cores": 2})
     report.rows.append(
