@@ -4,6 +4,8 @@ Only a full run of every benchmark writes ``bench/results/latest*`` (the committ
 ``--quick`` and ``--only`` runs write ``bench/results/partial*`` (ignored by git) unless
 ``--out`` names a directory (then ``latest*`` there) or ``--merge`` folds a full-length
 ``--only`` run into the committed ``latest*`` (the other benchmarks' rows stay as they were).
+``--repeat N --out DIR`` makes N runs one after the other, each into ``DIR/run-K``, and then
+``DIR/summary.{md,json}`` (``bench.summary``: median, range and runs that met each goal).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from bench import pg, procs
+from bench import pg, procs, summary
 from bench.config import FULL, QUICK, Profile
 from bench.context import Ctx
 from bench.gateway import BenchGateway
@@ -53,6 +55,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="with --only (full length): replace those benchmarks' rows in the committed latest*",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N runs one after the other into --out DIR/run-1..N, then DIR/summary.md",
+    )
     p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--keep", action="store_true", help="keep the databases and the scratch dir")
     return p.parse_args(argv)
@@ -65,6 +74,30 @@ def main(argv: list[str] | None = None) -> int:
     partial = args.quick or len(selected) < len(BENCHMARKS)
     if not _arguments_ok(args, selected, partial):
         return 2
+    if args.repeat == 1:
+        return _run_once(args, selected, profile, partial=partial, out_dir=args.out)
+    out_dirs = [args.out / f"run-{k}" for k in range(1, args.repeat + 1)]
+    codes = []
+    for k, out_dir in enumerate(out_dirs, start=1):
+        print(f"\nbench: run {k} of {args.repeat} -> {out_dir}", flush=True)
+        codes.append(_run_once(args, selected, profile, partial=partial, out_dir=out_dir))
+    written = [d for d in out_dirs if (d / "latest.json").is_file()]
+    runs = [summary.load_run(d) for d in written]
+    print()
+    print(summary.write(args.out / "summary.md", [d.name for d in written], runs), end="")
+    print(f"bench: {len(written)} runs summed up -> {args.out}/summary.md")
+    return max(codes)
+
+
+def _run_once(
+    args: argparse.Namespace,
+    selected: list[str],
+    profile: Profile,
+    *,
+    partial: bool,
+    out_dir: Path | None,
+) -> int:
+    """One run of the selected benchmarks: the table printed, the results written."""
     tool, report = _new_report(profile, args.loadgen)
     ctx = _new_context(profile, report, tool)
     began = time.monotonic()
@@ -72,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report.table()}\n")
     for note in report.notes:
         print(f"note: {note}")
-    return _write_results(args, report, selected, partial=partial, failed=failed, began=began)
+    return _write_results(
+        args, report, selected, out=out_dir, partial=partial, failed=failed, began=began
+    )
 
 
 def _arguments_ok(args: argparse.Namespace, selected: list[str], partial: bool) -> bool:
@@ -83,6 +118,11 @@ def _arguments_ok(args: argparse.Namespace, selected: list[str], partial: bool) 
         return False
     if args.merge and (args.quick or not partial):
         print("bench/run: --merge needs --only and the full length", file=sys.stderr)
+        return False
+    if args.repeat < 1 or (args.repeat > 1 and (args.out is None or args.merge)):
+        # the committed table is one full run as measured; repeats go to a directory of
+        # their own, never over bench/results/latest*
+        print("bench/run: --repeat N needs N >= 1, and --out DIR (not --merge)", file=sys.stderr)
         return False
     return True
 
@@ -155,13 +195,14 @@ def _write_results(
     report: Report,
     selected: list[str],
     *,
+    out: Path | None,
     partial: bool,
     failed: list[str],
     began: float,
 ) -> int:
     """Write the report (and merge it into ``latest*`` with ``--merge``); the exit code."""
-    out_dir = args.out or RESULTS
-    stem = "partial" if partial and args.out is None else "latest"
+    out_dir = out or RESULTS
+    stem = "partial" if partial and out is None else "latest"
     report.write(out_dir, stem)
     print(
         f"bench: {len(report.rows)} rows in {time.monotonic() - began:.0f}s "

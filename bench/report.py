@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from bench.host import IdleState, cpu_name
 
@@ -50,7 +50,7 @@ def rate_row(
 ) -> Row:
     """A rate (higher is better): ratio = value / baseline."""
     ratio = value / baseline_value if baseline_value else None
-    return Row(benchmark, metric, value, unit, baseline, baseline_value, _cut(ratio), goal)
+    return Row(benchmark, metric, value, unit, baseline, baseline_value, cut_ratio(ratio), goal)
 
 
 def latency_row(
@@ -64,10 +64,14 @@ def latency_row(
 ) -> Row:
     """A latency (lower is better): ratio = baseline / value, so higher is better."""
     ratio = baseline_value / value if baseline_value and value else None
-    return Row(benchmark, metric, value, unit, baseline, baseline_value, _cut(ratio), goal)
+    return Row(benchmark, metric, value, unit, baseline, baseline_value, cut_ratio(ratio), goal)
 
 
-def _cut(value: float | None) -> float | None:
+@overload
+def cut_ratio(value: float) -> float: ...
+@overload
+def cut_ratio(value: None) -> None: ...
+def cut_ratio(value: float | None) -> float | None:
     """``value`` cut (not rounded) to three decimals, so a ratio never reads above what was
     measured: rounded, 0.3495 of the bare rate became 0.350 and met the 0.35x goal it had
     missed (round eighteen's committed table). Every goal has at most three decimals, so the

@@ -1,0 +1,179 @@
+"""``python -m bench.summary RUN...``: the goal rows of several runs, side by side.
+
+One run's ratio at c = 1 sits at its line on many hosts and moves with the neighbours' load
+between runs minutes apart (README, "Concurrency 1"), so a verdict from one run says little
+there. This reads the ``latest.json`` of several runs (``bench/run --out DIR`` or
+``bench/run --repeat N --out DIR``) and prints, for every row with a goal, the median ratio,
+the range, how many runs met the goal and the verdict on the median; and, for each GetTask
+cell, the a2a-sdk's share of the bare endpoint's rate, which says which of the two GetTask
+goals binds (4 x the share is the fraction of the bare rate the a2a-sdk goal asks for).
+``--out FILE.md`` writes the table there and the figures as JSON next to it.
+
+The sessions that kept ``bench/ROUNDS.md`` did this by hand for every round; the rows come
+from ``bench.report`` and nothing here measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.report import Row, cut_ratio
+
+A2A, BARE = "a2a-sdk", "bare"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One goal row (``benchmark``, ``metric``, ``baseline``) over the runs that carry it."""
+
+    benchmark: str
+    metric: str
+    baseline: str
+    goal: float
+    ratios: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        # cut like the rows themselves: a median just under its goal must not read as met
+        return cut_ratio(statistics.median(self.ratios))
+
+    @property
+    def met(self) -> int:
+        return sum(1 for r in self.ratios if r >= self.goal)
+
+    @property
+    def median_meets(self) -> bool:
+        return self.median >= self.goal
+
+
+@dataclass(frozen=True)
+class Share:
+    """The a2a-sdk's rate over the bare endpoint's in one GetTask cell, over the runs."""
+
+    benchmark: str
+    metric: str
+    shares: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return round(statistics.median(self.shares), 3)
+
+
+def load_run(path: Path) -> list[Row]:
+    """The rows of one run: ``path`` is a ``latest.json`` (or ``partial.json``) or a directory
+    holding one."""
+    file = path
+    if path.is_dir():
+        file = next(
+            (path / n for n in ("latest.json", "partial.json") if (path / n).is_file()), path
+        )
+    try:
+        data = json.loads(file.read_text())
+        return [Row(**r) for r in data]
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: not a bench result ({type(exc).__name__})") from exc
+
+
+def spreads(runs: Sequence[Sequence[Row]]) -> list[Spread]:
+    """Every row with a goal, in the order of its first appearance, over the runs that have it."""
+    found: dict[tuple[str, str, str], list[float]] = {}
+    goals: dict[tuple[str, str, str], float] = {}
+    for rows in runs:
+        for r in rows:
+            if r.goal is None or r.ratio is None or r.baseline is None:
+                continue
+            key = (r.benchmark, r.metric, r.baseline)
+            found.setdefault(key, []).append(r.ratio)
+            goals[key] = r.goal
+    return [Spread(*key, goals[key], tuple(ratios)) for key, ratios in found.items()]
+
+
+def shares(runs: Sequence[Sequence[Row]]) -> list[Share]:
+    """The a2a-sdk's share of the bare rate for every metric measured against both, per run."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for rows in runs:
+        a2a = {(r.benchmark, r.metric): r.baseline_value for r in rows if r.baseline == A2A}
+        for r in rows:
+            key = (r.benchmark, r.metric)
+            sdk = a2a.get(key)
+            if r.baseline == BARE and r.goal is not None and sdk and r.baseline_value:
+                found.setdefault(key, []).append(sdk / r.baseline_value)
+    return [Share(*key, tuple(values)) for key, values in found.items()]
+
+
+def markdown(names: Sequence[str], runs: Sequence[Sequence[Row]]) -> str:
+    rows = spreads(runs)
+    out = [
+        f"{len(runs)} runs: {', '.join(names)}.",
+        "",
+        "| benchmark | metric | baseline | runs | median | range | goal | met |",
+        "|---|---|---|---:|---:|---|---|---:|",
+    ]
+    for s in rows:
+        verdict = "✓" if s.median_meets else "✗"
+        out.append(
+            f"| {s.benchmark} | {s.metric} | {s.baseline} | {len(s.ratios)} | {s.median:.3f}x "
+            f"| {min(s.ratios):.3f}-{max(s.ratios):.3f}x | ≥ {s.goal:g}x {verdict} (median) "
+            f"| {s.met} of {len(s.ratios)} |"
+        )
+    share_rows = shares(runs)
+    if share_rows:
+        out += [
+            "",
+            "The a2a-sdk's share of the bare rate (where it exceeds 0.0875, 4x the a2a-sdk asks "
+            "for more than the 0.35x bare goal):",
+            "",
+            "| benchmark | metric | median | range |",
+            "|---|---|---:|---|",
+        ]
+        out += [
+            f"| {s.benchmark} | {s.metric} | {s.median:.3f} "
+            f"| {min(s.shares):.3f}-{max(s.shares):.3f} |"
+            for s in share_rows
+        ]
+    return "\n".join(out) + "\n"
+
+
+def as_json(runs: Sequence[Sequence[Row]]) -> dict[str, list[dict[str, object]]]:
+    return {
+        "goals": [
+            {**asdict(s), "median": s.median, "met": s.met, "runs": len(s.ratios)}
+            for s in spreads(runs)
+        ],
+        "a2a_sdk_share_of_bare": [{**asdict(s), "median": s.median} for s in shares(runs)],
+    }
+
+
+def write(out: Path, names: Sequence[str], runs: Sequence[Sequence[Row]]) -> str:
+    """Write ``out`` (markdown) and ``out`` with ``.json`` (the figures); the markdown."""
+    text = markdown(names, runs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(as_json(runs), indent=1) + "\n")
+    return text
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.summary", description=__doc__)
+    p.add_argument("runs", nargs="+", type=Path, help="result directories or latest.json files")
+    p.add_argument("--out", type=Path, default=None, help="write the table here (and .json)")
+    args = p.parse_args(list(argv) if argv is not None else None)
+    try:
+        runs = [load_run(path) for path in args.runs]
+    except ValueError as exc:
+        print(f"bench.summary: {exc}", file=sys.stderr)
+        return 2
+    names = [str(path) for path in args.runs]
+    text = write(args.out, names, runs) if args.out else markdown(names, runs)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
