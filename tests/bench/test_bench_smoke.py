@@ -23,6 +23,7 @@ from bench.procs import cpu_seconds_of, postgres_cpu_seconds
 from bench.profile import _finish_py_spy
 from bench.receiver import _task_and_state
 from bench.report import Report, latency_row, rate_row
+from tests.bench.runner import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {"benchmark", "metric", "value", "unit", "baseline", "baseline_value", "ratio", "goal"}
@@ -182,18 +183,7 @@ def test_postgres_cpu_seconds_counts_the_servers_processes() -> None:
 
 
 def _run_bench(tmp_path: Path, *args: str) -> list[dict[str, object]]:
-    env = dict(os.environ)
-    if "LOOPING_TEST_PG_DSN" in env:
-        env.setdefault("BENCH_PG_DSN", env["LOOPING_TEST_PG_DSN"])
-    done = subprocess.run(
-        [str(ROOT / "bench" / "run"), "--quick", "--out", str(tmp_path), *args],
-        cwd=ROOT,
-        env={**env, "BENCH_PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = bench_run("--quick", "--out", tmp_path, *args)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = json.loads((tmp_path / "latest.json").read_text())
     assert isinstance(rows, list) and rows

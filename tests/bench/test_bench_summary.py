@@ -7,15 +7,13 @@ quick runs of benchmark 1 through ``bench/run --repeat 2``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench import summary
 from bench.report import Report, Row, rate_row
+from tests.bench.runner import bench_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,33 +100,14 @@ def test_the_command_writes_markdown_and_json_and_refuses_what_is_no_result(
 )
 def test_repeat_needs_a_directory_of_its_own(args: list[str]) -> None:
     # never over the committed bench/results/latest*, and never a merge of several runs
-    done = subprocess.run(
-        [str(ROOT / "bench" / "run"), "--only", "1", *args],
-        cwd=ROOT,
-        env={**os.environ, "BENCH_PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = bench_run("--only", "1", *args, timeout=60)
     assert done.returncode == 2 and "--repeat N needs" in done.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_repeat_makes_each_run_and_sums_them_up(tmp_path: Path) -> None:
-    env = dict(os.environ)
-    if "LOOPING_TEST_PG_DSN" in env:
-        env.setdefault("BENCH_PG_DSN", env["LOOPING_TEST_PG_DSN"])
-    done = subprocess.run(
-        [str(ROOT / "bench" / "run"), "--quick", "--only", "1", "--repeat", "2", "--out", tmp_path],
-        cwd=ROOT,
-        env={**env, "BENCH_PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = bench_run("--quick", "--only", "1", "--repeat", "2", "--out", tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for k in (1, 2):
         rows = json.loads((tmp_path / f"run-{k}" / "latest.json").read_text())
