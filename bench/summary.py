@@ -9,8 +9,8 @@ cell, the a2a-sdk's share of the bare endpoint's rate, which says which of the t
 goals binds (4 x the share is the fraction of the bare rate the a2a-sdk goal asks for).
 ``--out FILE.md`` writes the table there and the figures as JSON next to it.
 
-The sessions that kept ``bench/ROUNDS.md`` did this by hand for every round; the rows come
-from ``bench.report`` and nothing here measures.
+The rounds of several runs in ``bench/ROUNDS.md`` were summed up by hand; the rows come from
+``bench.report`` and nothing here measures.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.b2_gettask import BARE_GOAL, SDK_GOAL
 from bench.report import Row, cut_ratio
 
 A2A, BARE = "a2a-sdk", "bare"
@@ -82,16 +83,12 @@ def load_run(path: Path) -> list[Row]:
 
 def spreads(runs: Sequence[Sequence[Row]]) -> list[Spread]:
     """Every row with a goal, in the order of its first appearance, over the runs that have it."""
-    found: dict[tuple[str, str, str], list[float]] = {}
-    goals: dict[tuple[str, str, str], float] = {}
+    found: dict[tuple[str, str, str, float], list[float]] = {}
     for rows in runs:
         for r in rows:
-            if r.goal is None or r.ratio is None or r.baseline is None:
-                continue
-            key = (r.benchmark, r.metric, r.baseline)
-            found.setdefault(key, []).append(r.ratio)
-            goals[key] = r.goal
-    return [Spread(*key, goals[key], tuple(ratios)) for key, ratios in found.items()]
+            if r.goal is not None and r.ratio is not None and r.baseline is not None:
+                found.setdefault((r.benchmark, r.metric, r.baseline, r.goal), []).append(r.ratio)
+    return [Spread(*key, tuple(ratios)) for key, ratios in found.items()]
 
 
 def shares(runs: Sequence[Sequence[Row]]) -> list[Share]:
@@ -126,8 +123,9 @@ def markdown(names: Sequence[str], runs: Sequence[Sequence[Row]]) -> str:
     if share_rows:
         out += [
             "",
-            "The a2a-sdk's share of the bare rate (where it exceeds 0.0875, 4x the a2a-sdk asks "
-            "for more than the 0.35x bare goal):",
+            # the threshold of bench.b2_gettask.binding_goal_note, from the same goals
+            f"The a2a-sdk's share of the bare rate (where it exceeds {BARE_GOAL / SDK_GOAL:g}, "
+            f"{SDK_GOAL:g}x the a2a-sdk asks for more than the {BARE_GOAL:g}x bare goal):",
             "",
             "| benchmark | metric | median | range |",
             "|---|---|---:|---|",

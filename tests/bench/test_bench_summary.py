@@ -52,6 +52,8 @@ def test_median_range_and_runs_that_met_each_goal(tmp_path: Path) -> None:
     text = summary.markdown([d.name for d in dirs], runs)
     assert "| 2 GetTask | req/s 1p c1 | a2a-sdk | 3 | 4.000x | 3.000-4.500x | ≥ 4x ✓" in text
     assert "| 2 of 3 |" in text and "| 2 GetTask | req/s 1p c1 | 0.100 | 0.080-0.111 |" in text
+    # the share that makes the a2a-sdk goal the stricter one, from benchmark 2's own goals
+    assert "where it exceeds 0.0875, 4x the a2a-sdk asks for more than the 0.35x bare" in text
 
 
 def test_an_even_median_just_under_its_goal_is_a_miss() -> None:
