@@ -22,6 +22,7 @@ from sqlalchemy.pool import NullPool
 
 from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
+from app.ops.idle_poll import ActivityHint
 
 _SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
 
@@ -47,7 +48,14 @@ _PAUSED_SESSION_LIMIT = {"idle_in_transaction_session_timeout": str(IDLE_IN_TRAN
 class Database:
     """Owns the engine; hands out short transactions (one per unit of work)."""
 
-    def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        echo: bool = False,
+        activity: ActivityHint | None = None,
+    ) -> None:
         try:
             parsed = make_url(url)
         except Exception:
@@ -80,7 +88,7 @@ class Database:
         # A quarter of the pool size (8 by default): measured on 2 cores, 8 connections
         # answered c = 16/64 faster than 4, 16 or 32, with a third of the p99 (bench/README).
         self.statement_pool: StatementPool | None = (
-            StatementPool(self._read_connect_args(), size=max(2, pool_size // 4))
+            StatementPool(self._read_connect_args(), size=max(2, pool_size // 4), activity=activity)
             if self.dialect == "postgresql"
             else None
         )

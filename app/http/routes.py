@@ -14,6 +14,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
+from app.ops.idle_poll import ActivityHint
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.rpc.dispatch import RpcDispatcher
 
@@ -31,8 +32,9 @@ class RpcEndpoint:
     Behaviour is the same: the dispatcher owns every answer, the body is bounded the same way.
     """
 
-    def __init__(self, dispatcher: RpcDispatcher) -> None:
+    def __init__(self, dispatcher: RpcDispatcher, activity: ActivityHint | None = None) -> None:
         self._dispatcher = dispatcher
+        self._activity = activity
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization: str | None = None
@@ -86,6 +88,10 @@ class RpcEndpoint:
             {"type": "http.response.start", "status": outcome.status_code, "headers": headers}
         )
         await send({"type": "http.response.body", "body": outcome.body})
+        if self._activity is not None:
+            # On a keep-alive connection the caller's next request often follows within tens
+            # of µs: poll for it rather than sleep (app.ops.idle_poll).
+            self._activity.expect()
 
 
 def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Route]:
@@ -125,7 +131,11 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
         return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return [
-        Route(settings.rpc_path, RpcEndpoint(dispatcher), methods=["POST"]),
+        Route(
+            settings.rpc_path,
+            RpcEndpoint(dispatcher, services.idle_poller),
+            methods=["POST"],
+        ),
         Route(settings.jwks_path, jwks, methods=["GET"]),
         Route(AGENT_CARD_PATH, agent_card, methods=["GET"]),
         Route("/livez", livez, methods=["GET"]),

@@ -52,6 +52,18 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
+        # Adaptive idle polling (app.ops.idle_poll): a window that ran out was CPU spent
+        # polling with nothing arriving, at most the window's length each.
+        self.idle_poll_runouts = Counter(
+            "edge_idle_poll_runouts_total",
+            "Idle-poll windows that ran out with nothing arriving (each cost at most the window)",
+            registry=r,
+        )
+        self.idle_poll_window = Gauge(
+            "edge_idle_poll_window_seconds",
+            "Current adaptive idle-poll window (0 when polling is off or has shrunk away)",
+            registry=r,
+        )
         # labels() takes a lock and builds a key on every call; the hot path reuses the child
         # objects instead (label values come from bounded sets: method names, error reasons).
         self._rpc_counts: dict[tuple[str, str], Any] = {}
@@ -76,6 +88,11 @@ class Metrics:
 
     def jwks_fetched(self, result: str) -> None:
         self.jwks_fetches.labels(result).inc()
+
+    # IdlePollObserver role (app.ops.idle_poll)
+    def idle_poll_ran_out(self, window_seconds: float) -> None:
+        self.idle_poll_runouts.inc()
+        self.idle_poll_window.set(window_seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

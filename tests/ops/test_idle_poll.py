@@ -1,0 +1,278 @@
+"""Adaptive idle polling (app/ops/idle_poll.py): the loop polls instead of blocking for a
+window after activity, the window adapts like the guest halt-polling governor, 0 turns it off."""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.db.engine import Database
+from app.ops.idle_poll import IdlePoller
+from app.ops.metrics import Metrics
+from app.testing.edge import EdgeHarness, edge_harness
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Recorder:
+    """An ``IdlePollObserver`` and ``ActivityHint`` that only counts."""
+
+    def __init__(self) -> None:
+        self.ran_out: list[float] = []
+        self.expected = 0
+
+    def idle_poll_ran_out(self, window_seconds: float) -> None:
+        self.ran_out.append(window_seconds)
+
+    def expect(self) -> None:
+        self.expected += 1
+
+
+async def _spin(times: int = 5) -> None:
+    for _ in range(times):
+        await asyncio.sleep(0)
+
+
+async def _run_out(poller: IdlePoller, clock: FakeClock, after: float) -> None:
+    """Let the window in progress end ``after`` seconds from now (fake clock)."""
+    clock.now += after
+    await _spin()
+    assert not poller.polling
+
+
+# --- the loop really polls ---------------------------------------------------------------------
+
+
+class CountingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """Records the timeout of every wait of the event loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+
+    def select(self, timeout: float | None = None):  # type: ignore[no-untyped-def]
+        self.timeouts.append(timeout)
+        return super().select(timeout)
+
+
+def _waits_while_sleeping(max_seconds: float, sleep: float) -> list[float | None]:
+    """The loop's wait timeouts while a coroutine sleeps ``sleep`` s right after ``expect()``."""
+    selector = CountingSelector()
+    loop = asyncio.SelectorEventLoop(selector)
+    poller = IdlePoller(max_seconds)
+
+    async def main() -> None:
+        poller.expect()
+        selector.timeouts.clear()
+        await asyncio.sleep(sleep)
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return selector.timeouts
+
+
+def test_within_the_window_the_loop_polls_instead_of_blocking() -> None:
+    # A 50 ms window and a 20 ms sleep: every wait of the loop is a poll (timeout 0), many
+    # of them, none a blocking wait.
+    waits = _waits_while_sleeping(0.05, 0.02)
+    assert len(waits) > 20
+    assert all(timeout == 0 for timeout in waits)
+
+
+def test_after_the_window_the_loop_blocks_again() -> None:
+    # A 5 ms window and a 60 ms sleep: polls first, then the loop blocks for the rest.
+    waits = _waits_while_sleeping(0.005, 0.06)
+    assert waits[0] == 0
+    assert any(timeout is not None and timeout > 0.01 for timeout in waits)
+
+
+def test_off_the_loop_blocks_at_once() -> None:
+    waits = _waits_while_sleeping(0.0, 0.02)
+    assert len(waits) <= 3
+    assert any(timeout is not None and timeout > 0.01 for timeout in waits)
+
+
+# --- the window and its adaptation ------------------------------------------------------------
+
+
+async def test_off_schedules_nothing() -> None:
+    poller = IdlePoller(0.0)
+    poller.expect()
+    assert not poller.enabled
+    assert not poller.polling
+    assert poller.window_seconds == 0.0
+
+
+async def test_a_window_runs_out_and_reports_it() -> None:
+    clock, seen = FakeClock(), Recorder()
+    poller = IdlePoller(200e-6, observer=seen, clock=clock)
+    poller.expect()
+    await _spin()
+    assert poller.polling  # the clock has not moved: still inside the window
+    await _run_out(poller, clock, 250e-6)
+    assert seen.ran_out == [pytest.approx(200e-6)]
+
+
+async def test_activity_during_a_window_extends_it() -> None:
+    clock, seen = FakeClock(), Recorder()
+    poller = IdlePoller(200e-6, observer=seen, clock=clock)
+    poller.expect()
+    clock.now += 150e-6
+    poller.expect()  # a response went out 150 µs in: poll another full window from here
+    clock.now += 150e-6  # past the first deadline, inside the extended one
+    await _spin()
+    assert poller.polling
+    assert seen.ran_out == []
+    await _run_out(poller, clock, 100e-6)
+    assert len(seen.ran_out) == 1
+
+
+async def test_sparse_activity_shrinks_the_window_to_nothing() -> None:
+    clock = FakeClock()
+    poller = IdlePoller(200e-6, clock=clock)
+    windows = []
+    for _ in range(12):
+        poller.expect()
+        windows.append(poller.window_seconds)
+        await _run_out(poller, clock, 200e-6)
+        clock.now += 1.0  # the next request comes a second later: polling could not help
+    assert windows[:3] == pytest.approx([200e-6, 100e-6, 50e-6])
+    assert windows[-1] == 0.0
+    assert windows == sorted(windows, reverse=True)
+
+
+async def test_a_wake_up_just_after_the_window_grows_it_back() -> None:
+    clock = FakeClock()
+    poller = IdlePoller(200e-6, clock=clock)
+    for _ in range(12):  # shrink to nothing first
+        poller.expect()
+        await _run_out(poller, clock, 200e-6)
+        clock.now += 1.0
+    poller.expect()
+    assert poller.window_seconds == 0.0
+    grown = []
+    for _ in range(4):
+        await _run_out(poller, clock, poller.window_seconds)
+        clock.now += 150e-6  # woken 150 µs after the window ran out: a longer one would catch it
+        poller.expect()
+        grown.append(poller.window_seconds)
+    # From a quarter of the maximum, doubling, never past the maximum.
+    assert grown == pytest.approx([50e-6, 100e-6, 200e-6, 200e-6])
+
+
+async def test_a_wake_up_inside_the_window_leaves_it_as_it_is() -> None:
+    clock = FakeClock()
+    poller = IdlePoller(200e-6, clock=clock)
+    poller.expect()
+    await _run_out(poller, clock, 200e-6)
+    clock.now += 1.0
+    poller.expect()  # shrinks to 100 µs
+    await _run_out(poller, clock, 100e-6)
+    clock.now += 60e-6  # blocked less than the window: no change
+    poller.expect()
+    assert poller.window_seconds == pytest.approx(100e-6)
+
+
+def test_a_window_of_a_closed_loop_does_not_stop_polling_on_the_next() -> None:
+    poller = IdlePoller(0.05)
+
+    async def start() -> None:
+        poller.expect()
+
+    async def next_loop() -> tuple[bool, bool]:
+        poller.expect()  # on a new loop: a window of its own
+        during = poller.polling
+        await asyncio.sleep(0.07)
+        return during, poller.polling
+
+    old = asyncio.new_event_loop()
+    old.run_until_complete(start())
+    old.close()  # its window's tick never runs again
+    new = asyncio.new_event_loop()
+    try:
+        assert new.run_until_complete(next_loop()) == (True, False)
+    finally:
+        new.close()
+
+
+def test_metrics_count_runouts_and_show_the_window() -> None:
+    metrics = Metrics()
+    metrics.idle_poll_ran_out(50e-6)
+    metrics.idle_poll_ran_out(25e-6)
+    text = metrics.render().decode()
+    assert "edge_idle_poll_runouts_total 2.0" in text
+    assert "edge_idle_poll_window_seconds 2.5e-05" in text
+
+
+# --- where the edge calls it -------------------------------------------------------------------
+
+
+@pytest.fixture
+async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
+    async with edge_harness(db_url, idle_poll_microseconds=5_000) as harness:
+        await harness.add_tenant("demo")
+        yield harness
+
+
+async def test_an_answered_rpc_starts_a_window(edge: EdgeHarness) -> None:
+    poller = edge.services.idle_poller
+    assert poller.enabled
+    await asyncio.sleep(0.02)  # any window the set-up started has run out
+    assert not poller.polling
+    await edge.result("GetExtendedAgentCard")
+    assert poller.polling  # the response went out: poll for the next request
+    await asyncio.sleep(0.02)
+    assert not poller.polling
+    assert "edge_idle_poll_runouts_total" in edge.services.metrics.render().decode()
+
+
+async def test_the_setting_turns_it_off(db_url: str) -> None:
+    async with edge_harness(db_url, idle_poll_microseconds=0) as harness:
+        await harness.add_tenant("demo")
+        await harness.result("GetExtendedAgentCard")
+        assert not harness.services.idle_poller.enabled
+        assert not harness.services.idle_poller.polling
+
+
+@pytest.mark.postgres
+async def test_a_pooled_statement_expects_its_answer(pg_url: str) -> None:
+    seen = Recorder()
+    db = Database(pg_url, activity=seen)
+    try:
+        assert db.statement_pool is not None
+        assert await db.statement_pool.fetchval("SELECT 1") == 1
+        await db.statement_pool.fetch("SELECT 1")
+        assert seen.expected == 2
+    finally:
+        await db.dispose()
+
+
+def test_polling_costs_nothing_when_idle_for_long() -> None:
+    """Idle for longer than the window: the loop sleeps, so the process uses no CPU."""
+    loop = asyncio.new_event_loop()
+    poller = IdlePoller(0.002)
+
+    async def main() -> float:
+        poller.expect()
+        await asyncio.sleep(0.01)  # the window runs out
+        started = time.process_time()
+        await asyncio.sleep(0.2)
+        return time.process_time() - started
+
+    try:
+        used = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert used < 0.05  # a polling loop would have used ~0.2 s of CPU
