@@ -7,8 +7,9 @@ that blocks for such a wait puts its vCPU to sleep, and on virtual machines whos
 halt at once (the ``haltpoll`` cpuidle driver with ``guest_halt_poll_ns`` = 0, the host type
 of most benchmark rounds) every wake-up is a full halt and resume, and the code after it runs
 on cold caches. Measured on such a host (bench/ROUNDS.md, round thirty-four): polling through
-those waits took GetTask at concurrency 1 from 2,174 to 2,842 requests per second (1.31x)
-with the edge's CPU per request 332 -> 343 µs, and changed nothing at concurrency 16.
+those waits took GetTask at concurrency 1 from 2,318 to 2,767 requests per second (1.19x; p50
+0.401 -> 0.305 ms) for 315 -> 354 µs of the edge's CPU per request, and changed nothing at
+concurrency 16 and 64.
 
 How: ``expect()`` says "activity is likely soon" (a statement was sent, a response went out).
 The poller then keeps a callback in the loop's ready queue until the window ends, so the loop
@@ -17,11 +18,21 @@ once, and ``expect()`` during a window extends it. When a window runs out the lo
 usual. Nothing runs while the process is idle for longer than one window.
 
 The window adapts like the Linux guest halt-polling governor (kernel documentation,
-``virt/guest-halt-polling``): when the loop blocked for longer than the window but less than
-the maximum, a longer window would have caught the wake-up, so the window doubles (from a
-quarter of the maximum, up to the maximum); when it blocked for longer than the maximum,
-polling could not have helped, so the window halves. Sparse traffic thus polls for almost
-nothing, and back-to-back traffic polls through every wait.
+``virt/guest-halt-polling``), the idle time being the window polled plus the sleep after it
+(wall time the thread did not run for, so a window that ran out while the loop was busy with
+a request's own CPU counts for nothing): when the process was woken within the maximum, a
+longer window would have caught the wake-up, so the window doubles (from a quarter of the
+maximum, up to the maximum); when it was woken past the maximum, no allowed window would
+have, so the window halves. Sparse traffic thus polls for almost nothing, and back-to-back
+traffic polls through every wait.
+
+Polling yields: the kernel's idle-loop polling runs only when nothing else wants the CPU, but
+a polling process is runnable and competes with every other one (PostgreSQL's backends on the
+same two cores, above all). So each tick compares the wall time since the last tick with the
+thread's own CPU time; when the thread lost more than 500 µs to another task (longer than
+the quick answer it polls for), the CPU is contended and polling stops at once and halves the
+window. On a busy machine the window
+therefore shrinks away and the loop blocks as it would without polling.
 
 The cost is CPU: a window that runs out was spent polling. ``EDGE_IDLE_POLL_MICROSECONDS``
 sets the maximum (0 turns polling off); ``edge_idle_poll_runouts_total`` counts the windows
@@ -38,6 +49,14 @@ from typing import Protocol
 
 # Below this the halved window is zero: a window of a microsecond polls once at most.
 _FLOOR_SECONDS = 1e-6
+# A window that ran out and was followed by less sleep than this ran out while the loop was
+# busy: no wake-up was missed.
+_SLEPT_SECONDS = 20e-6
+# Between two ticks the thread ran (its CPU clock moved) or it was preempted. A short
+# preemption is likely the task that is about to answer (PostgreSQL's backend woken on this
+# CPU, the client sending its next request), and polling through it is what saves the
+# wake-up; losing the CPU for longer than a whole window means another task has real work.
+_PREEMPTED_SECONDS = 500e-6
 
 
 class ActivityHint(Protocol):
@@ -61,16 +80,23 @@ class IdlePoller:
         *,
         observer: IdlePollObserver | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self._max = max(max_seconds, 0.0)
         self._grow_start = self._max / 4
         self._window = self._max
         self._observer = observer
         self._clock = clock
+        self._cpu_clock = cpu_clock
         self._deadline = 0.0
+        # Wall and thread CPU time at the last tick: a wall gap the thread did not run for
+        # means another task had the CPU (app.ops.idle_poll, "yields").
+        self._tick_wall = 0.0
+        self._tick_cpu = 0.0
         # The loop of the window in progress; None when no window runs.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ran_out_at: float | None = None
+        self._ran_out_cpu = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -97,31 +123,51 @@ class IdlePoller:
         self._adapt(now)
         self._loop = loop
         self._deadline = now + self._window
+        self._tick_wall, self._tick_cpu = now, self._cpu_clock()
         loop.call_soon(self._tick)
 
     def _adapt(self, now: float) -> None:
-        """Resize the window by how long the loop blocked after the last one ran out."""
+        """Resize the window after one ran out, by how long the process then slept before
+        this activity (the governor's rule, with the polled window plus the sleep as the
+        idle time)."""
         if self._ran_out_at is None:
             return
-        blocked = now - self._ran_out_at
+        # Wall time the thread did not run for since the window ran out: a window that ran
+        # out while the loop was busy (a request's own CPU) never slept, and says nothing.
+        slept = (now - self._ran_out_at) - (self._cpu_clock() - self._ran_out_cpu)
         self._ran_out_at = None
-        if blocked <= self._window:
+        if slept < _SLEPT_SECONDS:
             return
-        if blocked <= self._max:
+        if self._window + slept <= self._max:
+            # Woken within the maximum: a longer window would have caught it.
             self._window = min(self._max, max(self._grow_start, self._window * 2))
         else:
-            halved = self._window / 2
-            self._window = halved if halved >= _FLOOR_SECONDS else 0.0
+            # Woken past the maximum: no allowed window would have; poll less.
+            self._window = _halved(self._window)
 
     def _tick(self) -> None:
         loop = self._loop
         if loop is None:
             return
-        now = self._clock()
-        if now < self._deadline and not loop.is_closed():
+        now, cpu = self._clock(), self._cpu_clock()
+        preempted = (now - self._tick_wall) - (cpu - self._tick_cpu) > _PREEMPTED_SECONDS
+        self._tick_wall, self._tick_cpu = now, cpu
+        if preempted:
+            # Another task wanted this CPU: polling would take it from them. Stop, halve
+            # the window, and let the next expect() start afresh rather than grow.
+            self._window = _halved(self._window)
+            self._loop = None
+            self._ran_out_at = None
+        elif now < self._deadline and not loop.is_closed():
             loop.call_soon(self._tick)
             return
-        self._loop = None
-        self._ran_out_at = now
+        else:
+            self._loop = None
+            self._ran_out_at, self._ran_out_cpu = now, cpu
         if self._observer is not None:
             self._observer.idle_poll_ran_out(self._window)
+
+
+def _halved(window: float) -> float:
+    half = window / 2
+    return half if half >= _FLOOR_SECONDS else 0.0

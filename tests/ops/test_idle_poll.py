@@ -43,9 +43,12 @@ async def _spin(times: int = 5) -> None:
         await asyncio.sleep(0)
 
 
-async def _run_out(poller: IdlePoller, clock: FakeClock, after: float) -> None:
-    """Let the window in progress end ``after`` seconds from now (fake clock)."""
+async def _run_out(poller: IdlePoller, clock: FakeClock, after: float, *also: FakeClock) -> None:
+    """Let the window in progress end ``after`` seconds from now: the loop polls (the thread
+    runs, so every clock in ``also``, its CPU clock, moves too)."""
     clock.now += after
+    for other in also:
+        other.now += after
     await _spin()
     assert not poller.polling
 
@@ -69,7 +72,9 @@ def _waits_while_sleeping(max_seconds: float, sleep: float) -> list[float | None
     """The loop's wait timeouts while a coroutine sleeps ``sleep`` s right after ``expect()``."""
     selector = CountingSelector()
     loop = asyncio.SelectorEventLoop(selector)
-    poller = IdlePoller(max_seconds)
+    # The wall clock as the CPU clock: never "preempted", so a busy CI machine cannot end
+    # the window early (the yield rule has its own test).
+    poller = IdlePoller(max_seconds, cpu_clock=time.perf_counter)
 
     async def main() -> None:
         poller.expect()
@@ -117,7 +122,7 @@ async def test_off_schedules_nothing() -> None:
 
 async def test_a_window_runs_out_and_reports_it() -> None:
     clock, seen = FakeClock(), Recorder()
-    poller = IdlePoller(200e-6, observer=seen, clock=clock)
+    poller = IdlePoller(200e-6, observer=seen, clock=clock, cpu_clock=clock)
     poller.expect()
     await _spin()
     assert poller.polling  # the clock has not moved: still inside the window
@@ -127,7 +132,7 @@ async def test_a_window_runs_out_and_reports_it() -> None:
 
 async def test_activity_during_a_window_extends_it() -> None:
     clock, seen = FakeClock(), Recorder()
-    poller = IdlePoller(200e-6, observer=seen, clock=clock)
+    poller = IdlePoller(200e-6, observer=seen, clock=clock, cpu_clock=clock)
     poller.expect()
     clock.now += 150e-6
     poller.expect()  # a response went out 150 µs in: poll another full window from here
@@ -139,49 +144,87 @@ async def test_activity_during_a_window_extends_it() -> None:
     assert len(seen.ran_out) == 1
 
 
+def _poller() -> tuple[IdlePoller, FakeClock, FakeClock]:
+    wall, cpu = FakeClock(), FakeClock()
+    return IdlePoller(200e-6, clock=wall, cpu_clock=cpu), wall, cpu
+
+
 async def test_sparse_activity_shrinks_the_window_to_nothing() -> None:
-    clock = FakeClock()
-    poller = IdlePoller(200e-6, clock=clock)
+    poller, wall, cpu = _poller()
     windows = []
     for _ in range(12):
         poller.expect()
         windows.append(poller.window_seconds)
-        await _run_out(poller, clock, 200e-6)
-        clock.now += 1.0  # the next request comes a second later: polling could not help
+        await _run_out(poller, wall, 200e-6, cpu)
+        wall.now += 1.0  # asleep until the next request a second later: polling could not help
     assert windows[:3] == pytest.approx([200e-6, 100e-6, 50e-6])
     assert windows[-1] == 0.0
     assert windows == sorted(windows, reverse=True)
 
 
 async def test_a_wake_up_just_after_the_window_grows_it_back() -> None:
-    clock = FakeClock()
-    poller = IdlePoller(200e-6, clock=clock)
+    poller, wall, cpu = _poller()
     for _ in range(12):  # shrink to nothing first
         poller.expect()
-        await _run_out(poller, clock, 200e-6)
-        clock.now += 1.0
+        await _run_out(poller, wall, poller.window_seconds, cpu)
+        wall.now += 1.0
     poller.expect()
     assert poller.window_seconds == 0.0
-    grown = []
+    windows = []
     for _ in range(4):
-        await _run_out(poller, clock, poller.window_seconds)
-        clock.now += 150e-6  # woken 150 µs after the window ran out: a longer one would catch it
+        await _run_out(poller, wall, poller.window_seconds, cpu)
+        wall.now += 40e-6  # asleep for 40 µs after the window ran out
         poller.expect()
-        grown.append(poller.window_seconds)
-    # From a quarter of the maximum, doubling, never past the maximum.
-    assert grown == pytest.approx([50e-6, 100e-6, 200e-6, 200e-6])
+        windows.append(poller.window_seconds)
+    # From a quarter of the maximum, doubling while the window and the sleep fit in the
+    # maximum; at the maximum any sleep goes past it, which no allowed window catches: halved.
+    assert windows == pytest.approx([50e-6, 100e-6, 200e-6, 100e-6])
 
 
-async def test_a_wake_up_inside_the_window_leaves_it_as_it_is() -> None:
-    clock = FakeClock()
-    poller = IdlePoller(200e-6, clock=clock)
+async def test_a_window_that_ran_out_while_the_loop_was_busy_is_left_as_it_is() -> None:
+    poller, wall, cpu = _poller()
     poller.expect()
-    await _run_out(poller, clock, 200e-6)
-    clock.now += 1.0
-    poller.expect()  # shrinks to 100 µs
-    await _run_out(poller, clock, 100e-6)
-    clock.now += 60e-6  # blocked less than the window: no change
+    await _run_out(poller, wall, 200e-6, cpu)
+    wall.now += 1.0
+    poller.expect()  # slept a second: halved to 100 µs
+    await _run_out(poller, wall, 100e-6, cpu)
+    wall.now += 300e-6
+    cpu.now += 300e-6  # 300 µs of a request's own CPU, no sleep: no wake-up was missed
     poller.expect()
+    assert poller.window_seconds == pytest.approx(100e-6)
+
+
+async def test_back_to_back_activity_never_lets_the_window_run_out() -> None:
+    clock, seen = FakeClock(), Recorder()
+    poller = IdlePoller(200e-6, observer=seen, clock=clock, cpu_clock=clock)
+    for _ in range(50):  # a request every 120 µs: each expect() lands inside the window
+        poller.expect()
+        clock.now += 120e-6
+        await _spin(1)
+    assert poller.polling
+    assert seen.ran_out == []
+    assert poller.window_seconds == pytest.approx(200e-6)
+
+
+async def test_polling_yields_when_another_task_takes_the_cpu() -> None:
+    wall, cpu, seen = FakeClock(), FakeClock(), Recorder()
+    poller = IdlePoller(200e-6, observer=seen, clock=wall, cpu_clock=cpu)
+    poller.expect()
+    wall.now += 10e-6
+    cpu.now += 10e-6  # the thread ran for all of it: still polling
+    await _spin(1)
+    assert poller.polling
+    wall.now += 100e-6  # a quick answer ran on this CPU for 100 µs: go on polling
+    await _spin(1)
+    assert poller.polling
+    wall.now += 600e-6  # 600 µs, the thread ran for none of it: the CPU is contended
+    await _spin(1)
+    assert not poller.polling
+    assert poller.window_seconds == pytest.approx(100e-6)
+    assert seen.ran_out == [pytest.approx(100e-6)]
+    wall.now += 30e-6
+    cpu.now += 30e-6
+    poller.expect()  # woken soon after, but the CPU was contended: no growth
     assert poller.window_seconds == pytest.approx(100e-6)
 
 
@@ -226,16 +269,21 @@ async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
         yield harness
 
 
+def _runouts(edge: EdgeHarness) -> float:
+    value = edge.services.metrics.idle_poll_runouts._value.get()
+    return float(value)
+
+
 async def test_an_answered_rpc_starts_a_window(edge: EdgeHarness) -> None:
     poller = edge.services.idle_poller
     assert poller.enabled
-    await asyncio.sleep(0.02)  # any window the set-up started has run out
+    await asyncio.sleep(0.02)  # any window the set-up started has ended
     assert not poller.polling
+    before = _runouts(edge)
     await edge.result("GetExtendedAgentCard")
-    assert poller.polling  # the response went out: poll for the next request
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)  # the response's window (5 ms) ends
     assert not poller.polling
-    assert "edge_idle_poll_runouts_total" in edge.services.metrics.render().decode()
+    assert _runouts(edge) == before + 1  # one window, started when the response went out
 
 
 async def test_the_setting_turns_it_off(db_url: str) -> None:
