@@ -10,7 +10,7 @@ import httpx
 from app.cards.service import CardService
 from app.db.engine import Database
 from app.ops.health import Readiness
-from app.ops.idle_poll import IdlePoller
+from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import Metrics
 from app.security.jwks import JwksFetcher
 from app.security.keys import SigningKey
@@ -40,7 +40,7 @@ class EdgeServices:
     metrics: Metrics
     readiness: Readiness
     gateway_client: httpx.AsyncClient
-    idle_poller: IdlePoller = field(default_factory=lambda: IdlePoller(0.0))
+    idle_pollers: IdlePollers = field(default_factory=IdlePollers.off)
     background: list[BackgroundService] = field(default_factory=list)
     wakeup: Wakeup = field(default_factory=Wakeup)
 
@@ -69,9 +69,9 @@ def build_services(
     settings.validate_for_serving()
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     metrics = Metrics()
-    idle_poller = IdlePoller(settings.idle_poll_microseconds / 1e6, observer=metrics)
+    pollers = IdlePollers.build(settings.idle_poll_microseconds / 1e6, observer=metrics)
     database = db or Database(
-        settings.database_url, pool_size=settings.db_pool_size, activity=idle_poller
+        settings.database_url, pool_size=settings.db_pool_size, activity=pollers.statement
     )
     client = gateway_client or gateway_http_client(settings)
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
@@ -88,5 +88,5 @@ def build_services(
         metrics=metrics,
         readiness=Readiness(db=database, key_loaded=True),
         gateway_client=client,
-        idle_poller=idle_poller,
+        idle_pollers=pollers,
     )

@@ -133,7 +133,7 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
     return [
         Route(
             settings.rpc_path,
-            RpcEndpoint(dispatcher, services.idle_poller),
+            RpcEndpoint(dispatcher, services.idle_pollers.request),
             methods=["POST"],
         ),
         Route(settings.jwks_path, jwks, methods=["GET"]),

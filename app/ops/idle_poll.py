@@ -12,6 +12,10 @@ those waits took GetTask at concurrency 1 from 2,318 to 2,767 requests per secon
 concurrency 16 and 64.
 
 How: ``expect()`` says "activity is likely soon" (a statement was sent, a response went out).
+Each kind of wait has its own poller and window (``IdlePollers``): a statement's answer comes
+within a round trip nearly always, while the next request after a response comes at the
+client's pace, and one shared window was kept oscillating by the two (at a paced 1,800
+requests per second it cost 1.48x the CPU per request, bench/ROUNDS.md round thirty-four).
 The poller then keeps a callback in the loop's ready queue until the window ends, so the loop
 polls its sockets with a zero timeout instead of blocking; any I/O that arrives is handled at
 once, and ``expect()`` during a window extends it. When a window runs out the loop blocks as
@@ -45,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 # Below this the halved window is zero: a window of a microsecond polls once at most.
@@ -68,21 +73,23 @@ class ActivityHint(Protocol):
 class IdlePollObserver(Protocol):
     """Where the poller reports (``app.ops.metrics.Metrics``)."""
 
-    def idle_poll_ran_out(self, window_seconds: float) -> None: ...
+    def idle_poll_ran_out(self, wait: str, window_seconds: float) -> None: ...
 
 
 class IdlePoller:
-    """One per process: the adaptive polling window of the process's event loop."""
+    """The adaptive polling window of one kind of wait (``wait``) of a process's event loop."""
 
     def __init__(
         self,
         max_seconds: float,
         *,
+        wait: str = "any",
         observer: IdlePollObserver | None = None,
         clock: Callable[[], float] = time.perf_counter,
         cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self._max = max(max_seconds, 0.0)
+        self.wait = wait
         self._grow_start = self._max / 4
         self._window = self._max
         self._observer = observer
@@ -165,9 +172,30 @@ class IdlePoller:
             self._loop = None
             self._ran_out_at, self._ran_out_cpu = now, cpu
         if self._observer is not None:
-            self._observer.idle_poll_ran_out(self._window)
+            self._observer.idle_poll_ran_out(self.wait, self._window)
 
 
 def _halved(window: float) -> float:
     half = window / 2
     return half if half >= _FLOOR_SECONDS else 0.0
+
+
+@dataclass(frozen=True)
+class IdlePollers:
+    """A process's pollers, one per kind of wait: the next request on a keep-alive connection
+    after a response went out (``app.http.routes``), and a pooled statement's answer
+    (``app.db.statement_pool``)."""
+
+    request: IdlePoller
+    statement: IdlePoller
+
+    @classmethod
+    def build(cls, max_seconds: float, observer: IdlePollObserver | None = None) -> IdlePollers:
+        return cls(
+            request=IdlePoller(max_seconds, wait="request", observer=observer),
+            statement=IdlePoller(max_seconds, wait="statement", observer=observer),
+        )
+
+    @classmethod
+    def off(cls) -> IdlePollers:
+        return cls.build(0.0)

@@ -57,11 +57,13 @@ class Metrics:
         self.idle_poll_runouts = Counter(
             "edge_idle_poll_runouts_total",
             "Idle-poll windows that ran out with nothing arriving (each cost at most the window)",
+            ["wait"],
             registry=r,
         )
         self.idle_poll_window = Gauge(
             "edge_idle_poll_window_seconds",
             "Current adaptive idle-poll window (0 when polling is off or has shrunk away)",
+            ["wait"],
             registry=r,
         )
         # labels() takes a lock and builds a key on every call; the hot path reuses the child
@@ -90,9 +92,10 @@ class Metrics:
         self.jwks_fetches.labels(result).inc()
 
     # IdlePollObserver role (app.ops.idle_poll)
-    def idle_poll_ran_out(self, window_seconds: float) -> None:
-        self.idle_poll_runouts.inc()
-        self.idle_poll_window.set(window_seconds)
+    def idle_poll_ran_out(self, wait: str, window_seconds: float) -> None:
+        # ``wait`` is one of two fixed names (app.ops.idle_poll.IdlePollers).
+        self.idle_poll_runouts.labels(wait).inc()
+        self.idle_poll_window.labels(wait).set(window_seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -4,6 +4,7 @@ window after activity, the window adapts like the guest halt-polling governor, 0
 from __future__ import annotations
 
 import asyncio
+import json
 import selectors
 import time
 from collections.abc import AsyncIterator
@@ -11,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.db.engine import Database
-from app.ops.idle_poll import IdlePoller
+from app.ops.idle_poll import IdlePoller, IdlePollers
 from app.ops.metrics import Metrics
 from app.testing.edge import EdgeHarness, edge_harness
 
@@ -31,7 +32,7 @@ class Recorder:
         self.ran_out: list[float] = []
         self.expected = 0
 
-    def idle_poll_ran_out(self, window_seconds: float) -> None:
+    def idle_poll_ran_out(self, wait: str, window_seconds: float) -> None:
         self.ran_out.append(window_seconds)
 
     def expect(self) -> None:
@@ -250,13 +251,26 @@ def test_a_window_of_a_closed_loop_does_not_stop_polling_on_the_next() -> None:
         new.close()
 
 
-def test_metrics_count_runouts_and_show_the_window() -> None:
+def test_metrics_count_runouts_and_show_the_window_per_wait() -> None:
     metrics = Metrics()
-    metrics.idle_poll_ran_out(50e-6)
-    metrics.idle_poll_ran_out(25e-6)
+    metrics.idle_poll_ran_out("request", 50e-6)
+    metrics.idle_poll_ran_out("request", 25e-6)
+    metrics.idle_poll_ran_out("statement", 200e-6)
     text = metrics.render().decode()
-    assert "edge_idle_poll_runouts_total 2.0" in text
-    assert "edge_idle_poll_window_seconds 2.5e-05" in text
+    assert 'edge_idle_poll_runouts_total{wait="request"} 2.0' in text
+    assert 'edge_idle_poll_window_seconds{wait="request"} 2.5e-05' in text
+    assert 'edge_idle_poll_window_seconds{wait="statement"} 0.0002' in text
+
+
+async def test_each_kind_of_wait_adapts_on_its_own() -> None:
+    seen = Recorder()
+    pollers = IdlePollers.build(0.05, observer=seen)
+    assert (pollers.request.wait, pollers.statement.wait) == ("request", "statement")
+    pollers.request.expect()
+    assert pollers.request.polling and not pollers.statement.polling
+    await asyncio.sleep(0.08)
+    assert not pollers.request.polling
+    assert IdlePollers.off().request.enabled is False
 
 
 # --- where the edge calls it -------------------------------------------------------------------
@@ -270,12 +284,12 @@ async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
 
 
 def _runouts(edge: EdgeHarness) -> float:
-    value = edge.services.metrics.idle_poll_runouts._value.get()
+    value = edge.services.metrics.idle_poll_runouts.labels("request")._value.get()
     return float(value)
 
 
 async def test_an_answered_rpc_starts_a_window(edge: EdgeHarness) -> None:
-    poller = edge.services.idle_poller
+    poller = edge.services.idle_pollers.request
     assert poller.enabled
     await asyncio.sleep(0.02)  # any window the set-up started has ended
     assert not poller.polling
@@ -290,8 +304,12 @@ async def test_the_setting_turns_it_off(db_url: str) -> None:
     async with edge_harness(db_url, idle_poll_microseconds=0) as harness:
         await harness.add_tenant("demo")
         await harness.result("GetExtendedAgentCard")
-        assert not harness.services.idle_poller.enabled
-        assert not harness.services.idle_poller.polling
+        for poller in (
+            harness.services.idle_pollers.request,
+            harness.services.idle_pollers.statement,
+        ):
+            assert not poller.enabled
+            assert not poller.polling
 
 
 @pytest.mark.postgres
@@ -324,3 +342,21 @@ def test_polling_costs_nothing_when_idle_for_long() -> None:
     finally:
         loop.close()
     assert used < 0.05  # a polling loop would have used ~0.2 s of CPU
+
+
+def test_a_worker_process_does_not_poll() -> None:
+    from app.cli.worker import worker_settings
+    from app.security.keys import generate_private_jwk
+    from app.services import build_services
+    from app.settings import load_settings
+
+    settings = load_settings(
+        signing_key=json.dumps(generate_private_jwk("k1")),
+        gateway_origins=["https://gateway.test"],
+        public_url="https://edge.example.com",
+        database_url="sqlite+aiosqlite:///:memory:",
+    )
+    assert settings.idle_poll_microseconds == 200  # the serving default
+    pollers = build_services(worker_settings(settings)).idle_pollers
+    assert not pollers.request.enabled
+    assert not pollers.statement.enabled
