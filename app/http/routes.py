@@ -14,7 +14,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
-from app.ops.idle_poll import ActivityHint
+from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.rpc.dispatch import RpcDispatcher
 
@@ -32,9 +32,9 @@ class RpcEndpoint:
     Behaviour is the same: the dispatcher owns every answer, the body is bounded the same way.
     """
 
-    def __init__(self, dispatcher: RpcDispatcher, activity: ActivityHint | None = None) -> None:
+    def __init__(self, dispatcher: RpcDispatcher, pollers: IdlePollers | None = None) -> None:
         self._dispatcher = dispatcher
-        self._activity = activity
+        self._pollers = pollers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization: str | None = None
@@ -71,12 +71,19 @@ class RpcEndpoint:
                 if not message.get("more_body", False):
                     return b"".join(chunks)
 
-        outcome = await self._dispatcher.handle(
-            authorization=authorization,
-            version=version,
-            read_body=read,
-            duplicate_authorization=duplicate_authorization,
-        )
+        pollers = self._pollers
+        if pollers is not None:
+            pollers.in_flight.count += 1
+        try:
+            outcome = await self._dispatcher.handle(
+                authorization=authorization,
+                version=version,
+                read_body=read,
+                duplicate_authorization=duplicate_authorization,
+            )
+        finally:
+            if pollers is not None:
+                pollers.in_flight.count -= 1
         headers = [
             (b"content-type", outcome.media_type.encode("latin-1")),
             (b"content-length", str(len(outcome.body)).encode("latin-1")),
@@ -88,10 +95,10 @@ class RpcEndpoint:
             {"type": "http.response.start", "status": outcome.status_code, "headers": headers}
         )
         await send({"type": "http.response.body", "body": outcome.body})
-        if self._activity is not None:
+        if pollers is not None:
             # On a keep-alive connection the caller's next request often follows within tens
             # of µs: poll for it rather than sleep (app.ops.idle_poll).
-            self._activity.expect()
+            pollers.request.expect()
 
 
 def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Route]:
@@ -133,7 +140,7 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
     return [
         Route(
             settings.rpc_path,
-            RpcEndpoint(dispatcher, services.idle_pollers.request),
+            RpcEndpoint(dispatcher, services.idle_pollers),
             methods=["POST"],
         ),
         Route(settings.jwks_path, jwks, methods=["GET"]),

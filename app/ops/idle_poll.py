@@ -19,7 +19,8 @@ requests per second it cost 1.48x the CPU per request, bench/ROUNDS.md round thi
 The poller then keeps a callback in the loop's ready queue until the window ends, so the loop
 polls its sockets with a zero timeout instead of blocking; any I/O that arrives is handled at
 once, and ``expect()`` during a window extends it. When a window runs out the loop blocks as
-usual. Nothing runs while the process is idle for longer than one window.
+usual. Nothing runs while the process is idle for longer than one window, and nothing polls
+while the process answers more than one request (``IdlePollers``).
 
 The window adapts like the Linux guest halt-polling governor (kernel documentation,
 ``virt/guest-halt-polling``), the idle time being the window polled plus the sleep after it
@@ -84,12 +85,14 @@ class IdlePoller:
         max_seconds: float,
         *,
         wait: str = "any",
+        gate: Callable[[], bool] | None = None,
         observer: IdlePollObserver | None = None,
         clock: Callable[[], float] = time.perf_counter,
         cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self._max = max(max_seconds, 0.0)
         self.wait = wait
+        self._gate = gate
         self._grow_start = self._max / 4
         self._window = self._max
         self._observer = observer
@@ -119,7 +122,7 @@ class IdlePoller:
 
     def expect(self) -> None:
         """Activity is likely soon: poll for the current window (from now)."""
-        if self._max <= 0:
+        if self._max <= 0 or (self._gate is not None and not self._gate()):
             return
         now = self._clock()
         loop = asyncio.get_running_loop()
@@ -180,20 +183,42 @@ def _halved(window: float) -> float:
     return half if half >= _FLOOR_SECONDS else 0.0
 
 
+class InFlight:
+    """JSON-RPC requests this process is answering (``app.http.routes.RpcEndpoint``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def lone(self) -> bool:
+        """At most one: the only case the pollers serve (``IdlePollers``)."""
+        return self.count <= 1
+
+
 @dataclass(frozen=True)
 class IdlePollers:
     """A process's pollers, one per kind of wait: the next request on a keep-alive connection
     after a response went out (``app.http.routes``), and a pooled statement's answer
-    (``app.db.statement_pool``)."""
+    (``app.db.statement_pool``).
+
+    Both poll only while the process answers at most one request: a lone request is where a
+    wake-up is most of the wait, while with several in flight the loop has their work coming
+    anyway and polling only competes for the CPU with the other processes and PostgreSQL (two
+    uvicorn processes at concurrency 16: 0.94-0.95x the requests per second with polling at
+    every wait, bench/ROUNDS.md round thirty-four)."""
 
     request: IdlePoller
     statement: IdlePoller
+    in_flight: InFlight
 
     @classmethod
     def build(cls, max_seconds: float, observer: IdlePollObserver | None = None) -> IdlePollers:
+        in_flight = InFlight()
         return cls(
-            request=IdlePoller(max_seconds, wait="request", observer=observer),
-            statement=IdlePoller(max_seconds, wait="statement", observer=observer),
+            request=IdlePoller(max_seconds, wait="request", gate=in_flight.lone, observer=observer),
+            statement=IdlePoller(
+                max_seconds, wait="statement", gate=in_flight.lone, observer=observer
+            ),
+            in_flight=in_flight,
         )
 
     @classmethod

@@ -360,3 +360,33 @@ def test_a_worker_process_does_not_poll() -> None:
     pollers = build_services(worker_settings(settings)).idle_pollers
     assert not pollers.request.enabled
     assert not pollers.statement.enabled
+
+
+async def test_the_pollers_serve_a_lone_request_only() -> None:
+    pollers = IdlePollers.build(0.05)
+    pollers.in_flight.count = 2  # two requests in flight: their work will wake the loop
+    pollers.statement.expect()
+    pollers.request.expect()
+    assert not pollers.statement.polling and not pollers.request.polling
+    pollers.in_flight.count = 1
+    pollers.statement.expect()
+    assert pollers.statement.polling
+    await asyncio.sleep(0.08)
+
+
+async def test_the_endpoint_counts_requests_in_flight(edge: EdgeHarness) -> None:
+    pollers = edge.services.idle_pollers
+    at_response: list[int] = []
+    original = pollers.request.expect
+
+    def spy() -> None:
+        at_response.append(pollers.in_flight.count)
+        original()
+
+    pollers.request.expect = spy  # type: ignore[method-assign]
+    await edge.result("GetExtendedAgentCard")
+    assert at_response == [0]  # the answered request left the count before the poll
+    response = await edge.rpc("GetExtendedAgentCard", token="not-a-token")
+    assert response.status_code == 401
+    assert pollers.in_flight.count == 0  # a refused request leaves it too
+    assert at_response == [0, 0]
