@@ -100,7 +100,7 @@ class IdlePoller:
         self._cpu_clock = cpu_clock
         self._deadline = 0.0
         # Wall and thread CPU time at the last tick: a wall gap the thread did not run for
-        # means another task had the CPU (app.ops.idle_poll, "yields").
+        # means another task had the CPU (the module docstring: "Polling yields").
         self._tick_wall = 0.0
         self._tick_cpu = 0.0
         # The loop of the window in progress; None when no window runs.
