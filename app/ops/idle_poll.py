@@ -6,10 +6,9 @@ on a keep-alive connection, for the client's next request, each a few tens of µ
 that blocks for such a wait puts its vCPU to sleep, and on virtual machines whose idle vCPUs
 halt at once (the ``haltpoll`` cpuidle driver with ``guest_halt_poll_ns`` = 0, the host type
 of most benchmark rounds) every wake-up is a full halt and resume, and the code after it runs
-on cold caches. Measured on such a host (bench/ROUNDS.md, round thirty-four): polling through
-those waits took GetTask at concurrency 1 from 2,318 to 2,767 requests per second (1.19x; p50
-0.401 -> 0.305 ms) for 315 -> 354 µs of the edge's CPU per request, and changed nothing at
-concurrency 16 and 64.
+on cold caches. Measured on such a host (bench/ROUNDS.md, round thirty-four; benchmark 2 serves
+the edge with polling off beside it): at concurrency 1 the polled edge answered 1.19-1.29x the
+requests (p50 1.24-1.34x shorter) for ~1.13x the CPU per request, and 0.93-1.07x at 16 and 64.
 
 How: ``expect()`` says "activity is likely soon" (a statement was sent, a response went out).
 Each kind of wait has its own poller and window (``IdlePollers``): a statement's answer comes

@@ -284,8 +284,9 @@ async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
 
 
 def _runouts(edge: EdgeHarness) -> float:
-    value = edge.services.metrics.idle_poll_runouts.labels("request")._value.get()
-    return float(value)
+    registry = edge.services.metrics.registry
+    value = registry.get_sample_value("edge_idle_poll_runouts_total", {"wait": "request"})
+    return value or 0.0
 
 
 async def test_an_answered_rpc_starts_a_window(edge: EdgeHarness) -> None:
