@@ -108,7 +108,8 @@ class Settings(BaseSettings):
     log_json: bool = True
     # Longest adaptive idle-poll window after activity (app.ops.idle_poll); 0 turns it off.
     # 200 µs is the Linux guest halt-polling default, and what lets a verified GetTask at
-    # concurrency 1 skip its two sleeps on hosts whose idle vCPUs halt at once (bench/README).
+    # concurrency 1 skip its two sleeps on hosts whose idle vCPUs halt at once (bench/ROUNDS.md,
+    # round thirty-four: 300 µs bought no more, 500 µs cost more CPU at every paced rate).
     idle_poll_microseconds: int = Field(default=200, ge=0, le=10_000)
 
     @field_validator("gateway_origins", mode="before")

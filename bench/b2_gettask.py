@@ -202,7 +202,7 @@ def _measure(
 ) -> tuple[str, dict[str, dict[int, HttpResult]]]:
     """The edge's method and every server's results at every concurrency, ``workers``
     processes each."""
-    # The three servers run side by side and take turns under load (Ctx.load_interleaved).
+    # The four servers run side by side and take turns under load (Ctx.load_interleaved).
     with contextlib.ExitStack() as stack:
         edge, no_poll, sdk, bare = _start_servers(ctx, stack, workers, db, sdk_db)
         method = edge_method(ctx, edge, tokens[0])

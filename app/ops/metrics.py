@@ -52,11 +52,12 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
-        # Adaptive idle polling (app.ops.idle_poll): a window that ran out was CPU spent
-        # polling with nothing arriving, at most the window's length each.
+        # Adaptive idle polling (app.ops.idle_poll): a window that ended with nothing arriving
+        # (ran out, or gave the CPU up to another task) was CPU spent polling, at most the
+        # window's length each.
         self.idle_poll_runouts = Counter(
             "edge_idle_poll_runouts_total",
-            "Idle-poll windows that ran out with nothing arriving (each cost at most the window)",
+            "Idle-poll windows that ended with nothing arriving (each cost at most the window)",
             ["wait"],
             registry=r,
         )
