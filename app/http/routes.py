@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 from app.errors import BadRequest, PayloadTooLarge
 from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import CONTENT_TYPE_LATEST
-from app.rpc.dispatch import RpcDispatcher
+from app.rpc.dispatch import RpcDispatcher, RpcOutcome
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -37,40 +37,7 @@ class RpcEndpoint:
         self._pollers = pollers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization: str | None = None
-        duplicate_authorization = False
-        version: str | None = None
-        declared: str | None = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                duplicate_authorization = authorization is not None
-                authorization = value.decode("latin-1")
-            elif name == b"a2a-version":
-                version = value.decode("latin-1")
-            elif name == b"content-length":
-                declared = value.decode("latin-1")
-
-        async def read(limit: int) -> bytes:
-            if declared is not None:
-                # RFC 9110 §8.6: 1*DIGIT (ASCII: str.isdigit() alone would take "²").
-                if not (declared.isascii() and declared.isdigit()):
-                    raise BadRequest("invalid Content-Length", reason="bad_content_length")
-                if int(declared) > limit:
-                    raise PayloadTooLarge(f"request body exceeds {limit} bytes")
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    raise ClientDisconnect()
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise PayloadTooLarge(f"request body exceeds {limit} bytes")
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-
+        authorization, duplicate_authorization, version, declared = _read_headers(scope)
         pollers = self._pollers
         if pollers is not None:
             pollers.in_flight.count += 1
@@ -78,27 +45,78 @@ class RpcEndpoint:
             outcome = await self._dispatcher.handle(
                 authorization=authorization,
                 version=version,
-                read_body=read,
+                read_body=_BodyReader(declared, receive).read,
                 duplicate_authorization=duplicate_authorization,
             )
         finally:
             if pollers is not None:
                 pollers.in_flight.count -= 1
-        headers = [
-            (b"content-type", outcome.media_type.encode("latin-1")),
-            (b"content-length", str(len(outcome.body)).encode("latin-1")),
-        ]
-        headers += [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers.items()
-        ]
-        await send(
-            {"type": "http.response.start", "status": outcome.status_code, "headers": headers}
-        )
-        await send({"type": "http.response.body", "body": outcome.body})
+        await _send_outcome(send, outcome)
         if pollers is not None:
             # On a keep-alive connection the caller's next request often follows within tens
             # of µs: poll for it rather than sleep (app.ops.idle_poll).
             pollers.request.expect()
+
+
+def _read_headers(scope: Scope) -> tuple[str | None, bool, str | None, str | None]:
+    """The headers the dispatcher needs: (authorization, duplicated?, A2A-Version, length)."""
+    authorization: str | None = None
+    duplicate_authorization = False
+    version: str | None = None
+    declared: str | None = None
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            duplicate_authorization = authorization is not None
+            authorization = value.decode("latin-1")
+        elif name == b"a2a-version":
+            version = value.decode("latin-1")
+        elif name == b"content-length":
+            declared = value.decode("latin-1")
+    return authorization, duplicate_authorization, version, declared
+
+
+class _BodyReader:
+    """Reads the request body only when the dispatcher asks (after the token check), bounded."""
+
+    __slots__ = ("_declared", "_receive")
+
+    def __init__(self, declared: str | None, receive: Receive) -> None:
+        self._declared = declared
+        self._receive = receive
+
+    async def read(self, limit: int) -> bytes:
+        declared = self._declared
+        if declared is not None:
+            # RFC 9110 §8.6: 1*DIGIT (ASCII: str.isdigit() alone would take "²").
+            if not (declared.isascii() and declared.isdigit()):
+                raise BadRequest("invalid Content-Length", reason="bad_content_length")
+            if int(declared) > limit:
+                raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self._receive()
+            if message["type"] != "http.request":
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+async def _send_outcome(send: Send, outcome: RpcOutcome) -> None:
+    headers = [
+        (b"content-type", outcome.media_type.encode("latin-1")),
+        (b"content-length", str(len(outcome.body)).encode("latin-1")),
+    ]
+    headers += [
+        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers.items()
+    ]
+    await send({"type": "http.response.start", "status": outcome.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": outcome.body})
 
 
 def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Route]:

@@ -52,6 +52,13 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
+        self._define_idle_poll(r)
+        # labels() takes a lock and builds a key on every call; the hot path reuses the child
+        # objects instead (label values come from bounded sets: method names, error reasons).
+        self._rpc_counts: dict[tuple[str, str], Any] = {}
+        self._rpc_timers: dict[str, Any] = {}
+
+    def _define_idle_poll(self, r: CollectorRegistry) -> None:
         # Adaptive idle polling (app.ops.idle_poll): a window that ended with nothing arriving
         # (ran out, or gave the CPU up to another task) was CPU spent polling, at most the
         # window's length each.
@@ -67,10 +74,6 @@ class Metrics:
             ["wait"],
             registry=r,
         )
-        # labels() takes a lock and builds a key on every call; the hot path reuses the child
-        # objects instead (label values come from bounded sets: method names, error reasons).
-        self._rpc_counts: dict[tuple[str, str], Any] = {}
-        self._rpc_timers: dict[str, Any] = {}
 
     # RpcObserver role (app.rpc.dispatch)
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None:
