@@ -35,13 +35,13 @@ a polling process is runnable and competes with every other one (PostgreSQL's ba
 same two cores, above all). So each tick compares the wall time since the last tick with the
 thread's own CPU time; when the thread lost more than 500 µs to another task (longer than
 the quick answer it polls for), the CPU is contended and polling stops at once and halves the
-window. On a busy machine the window
-therefore shrinks away and the loop blocks as it would without polling.
+window. On a busy machine the window therefore shrinks away and the loop blocks as it would
+without polling.
 
 The cost is CPU: a window that runs out was spent polling. ``EDGE_IDLE_POLL_MICROSECONDS``
 sets the maximum (0 turns polling off); ``edge_idle_poll_runouts_total`` counts the windows
-that ran out and ``edge_idle_poll_window_seconds`` shows the current window (README,
-"Latency at low concurrency on virtual machines").
+that ended with nothing arriving (ran out or yielded) and ``edge_idle_poll_window_seconds``
+shows the current window (README, "The edge's own idle polling").
 """
 
 from __future__ import annotations
