@@ -8,15 +8,19 @@ outcome write that settles one (``turn_writes_pg``). The rows it yields have the
 
 from __future__ import annotations
 
+from app.tasks.states import UNFINISHED_TURNS_SQL
+
 HEAD_COLUMNS_SQL = "h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due"
 
 
-def head_join_sql(*, tenant: str, identity: str, statuses: str, extra: str = "") -> str:
+def head_join_sql(*, tenant: str, identity: str, extra: str = "") -> str:
     """``LEFT JOIN LATERAL (…) AS h ON true`` over the head turn of ``(tenant, identity)``.
 
     The arguments are SQL text the caller writes as constants (bind parameters such as
     ``$1`` or columns such as ``c.tenant``), never values; ``extra`` adds a condition (a
-    settled turn left out by id: a statement's snapshot predates its own updates).
+    settled turn left out by id: a statement's snapshot predates its own updates). The
+    unfinished statuses are written as text, not bound, so that even a generic plan reads the
+    first entry of ``ix_turns_unfinished`` (``states.UNFINISHED_TURNS_SQL``).
     """
     condition = f" AND {extra}" if extra else ""
     return f"""
@@ -25,7 +29,7 @@ def head_join_sql(*, tenant: str, identity: str, statuses: str, extra: str = "")
            (not_before IS NULL OR not_before <= now()) AS due
       FROM turns
      WHERE tenant = {tenant} AND identity = {identity}
-       AND status = ANY({statuses}::text[]){condition}
+       AND status IN {UNFINISHED_TURNS_SQL}{condition}
      ORDER BY id
      LIMIT 1) AS h ON true
 """  # noqa: S608 (constant fragments only)

@@ -114,7 +114,7 @@ SELECT (SELECT count(*) FROM task) AS applied,
        (SELECT count(*) FROM settled) AS settled, """
     + HEAD_COLUMNS_SQL
     + " FROM (SELECT 1) AS one"
-    + head_join_sql(tenant="$1", identity="$2", statuses="$21", extra="$17::bool AND id <> $18")
+    + head_join_sql(tenant="$1", identity="$2", extra="$17::bool AND id <> $18")
 )
 
 

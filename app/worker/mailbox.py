@@ -42,7 +42,7 @@ ERROR_REFUSED = "write_refused"
 # in the same WHERE, the database clock for every time.
 _HEAD_SQL = (
     f"SELECT {HEAD_COLUMNS_SQL} FROM (SELECT 1) AS one"  # noqa: S608 (constant fragments only)
-    + head_join_sql(tenant="$1", identity="$2", statuses="$3")
+    + head_join_sql(tenant="$1", identity="$2")
 )
 
 # $5 turn id; $6 new status; $7 attempts delta; $8 seconds until due (NULL: keep
@@ -84,7 +84,7 @@ WITH settled AS (
 SELECT (SELECT count(*) FROM settled) AS applied, """
     + HEAD_COLUMNS_SQL
     + " FROM (SELECT 1) AS one"
-    + head_join_sql(tenant="$1", identity="$2", statuses="$8", extra="id <> $5")
+    + head_join_sql(tenant="$1", identity="$2", extra="id <> $5")
 )
 
 
@@ -99,7 +99,7 @@ _CLAIM_WITH_HEADS_SQL = (
     + ") SELECT c.tenant, c.identity, c.fence, "
     + HEAD_COLUMNS_SQL
     + " FROM claimed c"
-    + head_join_sql(tenant="c.tenant", identity="c.identity", statuses="$4")
+    + head_join_sql(tenant="c.tenant", identity="c.identity")
 )
 
 
@@ -122,9 +122,7 @@ async def claim_with_heads(
     if db.statement_pool is None or limit <= 0:
         leases = await claim(db, owner=owner, limit=limit, lease_seconds=lease_seconds)
         return [(lease, await head_turn(db, lease)) for lease in leases]
-    rows = await db.statement_pool.fetch(
-        _CLAIM_WITH_HEADS_SQL, owner, float(lease_seconds), limit, list(UNFINISHED)
-    )
+    rows = await db.statement_pool.fetch(_CLAIM_WITH_HEADS_SQL, owner, float(lease_seconds), limit)
     return [
         (
             Lease(
@@ -182,7 +180,7 @@ async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
 
 
 async def _head_turn_pg(pool: StatementPool, lease: Lease) -> QueuedTurn | None:
-    row = await pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity, list(UNFINISHED))
+    row = await pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity)
     return queued_turn(row)
 
 

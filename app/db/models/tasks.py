@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.models.base import Base, BigId, JsonDoc, Timestamp
+from app.tasks.states import UNFINISHED_TURNS_SQL
 
 
 class TaskRow(Base):
@@ -81,8 +82,8 @@ class TurnRow(Base):
             "tenant",
             "identity",
             "id",
-            postgresql_where=text("status IN ('queued', 'running')"),
-            sqlite_where=text("status IN ('queued', 'running')"),
+            postgresql_where=text(f"status IN {UNFINISHED_TURNS_SQL}"),
+            sqlite_where=text(f"status IN {UNFINISHED_TURNS_SQL}"),
         ),
     )
 
