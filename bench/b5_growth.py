@@ -1,7 +1,8 @@
 """Benchmark 5: cost growth — GetTask and first-page ListTasks latency (one connection,
 median) with 1k, 100k and 1M tasks stored, each size bulk loaded with ``INSERT … SELECT
 generate_series`` into a database of its own and served by its own edge; the three edges take
-turns under load.
+turns under load. Then, with as many finished turns stored, the latency of the turn worker's
+claim (``bench.claim_cost``; no goal in the issue, held to the same line here).
 
 The measured callers are the 10 hot identities (100 tasks each, so the first page is always
 a full page of 50 and ``totalSize`` is 100); every added task belongs to other identities of
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from bench import pg, procs, wire
+from bench import claim_cost, pg, procs, wire
 from bench.config import GROWTH_TENANT, HOT_IDENTITIES
 from bench.context import Ctx
 from bench.loadgen import HttpResult
@@ -45,6 +46,8 @@ def _load_databases(ctx: Ctx) -> dict[int, str]:
         db = ctx.fresh_edge_database(f"growth{size}")
         seconds = load_edge_tasks(db, GROWTH_TENANT, 0, size)
         ctx.report.note(f"{NAME}: loaded {size:,} tasks in {seconds:.1f}s")
+        seconds = claim_cost.load_turns(db, GROWTH_TENANT, size)
+        ctx.report.note(f"{NAME}: loaded {size:,} finished turns in {seconds:.1f}s")
         dbs[size] = db
     # The bulk loads' WAL would otherwise be checkpointed while we measure.
     asyncio.run(pg.execute(dbs[ctx.profile.growth_sizes[0]], "CHECKPOINT"))
@@ -77,6 +80,11 @@ def run(ctx: Ctx) -> None:
             )
             for size in dbs:
                 results[size][method] = measured[str(size)][1]
+    _report_http(ctx, results)
+    _report_claims(ctx, dbs)
+
+
+def _report_http(ctx: Ctx, results: dict[int, dict[str, HttpResult]]) -> None:
     first = ctx.profile.growth_sizes[0]
     largest = ctx.profile.growth_sizes[-1]
     for method in ("GetTask", "ListTasks"):
@@ -97,3 +105,19 @@ def run(ctx: Ctx) -> None:
                     goal,
                 )
             )
+
+
+def _report_claims(ctx: Ctx, dbs: dict[int, str]) -> None:
+    """The worker's claim with each size's finished turns stored (after the edges stopped)."""
+    per_round = 200 if ctx.profile.growth_seconds >= 1 else 20
+    p50 = claim_cost.claim_p50_ms(dbs, GROWTH_TENANT, rounds=4, per_round=per_round)
+    first = ctx.profile.growth_sizes[0]
+    metric = "worker claim p50 at {}, finished turns stored"
+    first_row = latency_row(NAME, metric.format(_size(first)), p50[first], "ms", None, None, None)
+    ctx.report.add(first_row)
+    for size in ctx.profile.growth_sizes[1:]:
+        ctx.report.add(
+            latency_row(
+                NAME, metric.format(_size(size)), p50[size], "ms", _size(first), p50[first], None
+            )
+        )

@@ -226,6 +226,11 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         assert all(isinstance(v, float | int) and v > 0 for v in cpu.values()), rows
         xacts = [r for r in rows if str(r["metric"]).startswith("PostgreSQL transactions")]
         assert len(xacts) == 1 and xacts[0]["value"] > 1, rows
+    if number == "5":
+        # The worker's claim with each size's finished turns stored, against the smallest.
+        claims = [r for r in rows if str(r["metric"]).startswith("worker claim p50")]
+        assert len(claims) == 2 and all(r["goal"] is None for r in claims), rows
+        assert claims[1]["baseline_value"] == claims[0]["value"], rows
 
 
 @pytest.mark.slow
