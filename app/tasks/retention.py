@@ -31,19 +31,31 @@ async def purge_expired(db: Database, settings: Settings, *, batch: int = BATCH)
         async with db.transaction() as session:
             rows = (
                 await session.execute(
-                    select(TaskRow.tenant, TaskRow.id)
+                    select(TaskRow.tenant, TaskRow.identity, TaskRow.id)
                     .where(TaskRow.state.in_(states.TERMINAL), TaskRow.updated_at < cutoff)
                     .limit(batch)
                 )
             ).all()
             by_tenant: dict[str, list[str]] = defaultdict(list)
-            for tenant, task_id in rows:
+            identities: dict[str, set[str]] = defaultdict(set)
+            for tenant, identity, task_id in rows:
                 by_tenant[tenant].append(task_id)
+                identities[tenant].add(identity)
             for tenant, ids in by_tenant.items():
-                for table in (TaskMessageRow, TurnRow, PushOutboxRow, PushConfigRow):
+                for table in (TaskMessageRow, PushOutboxRow, PushConfigRow):
                     await session.execute(
                         delete(table).where(table.tenant == tenant, table.task_id.in_(ids))
                     )
+                # No index of turns leads with the task (each would cost every turn pipeline
+                # write; bench/ROUNDS.md, round thirty-six): the tasks' identities bound the
+                # delete to their turns through the mailbox index, not the tenant's table.
+                await session.execute(
+                    delete(TurnRow).where(
+                        TurnRow.tenant == tenant,
+                        TurnRow.identity.in_(identities[tenant]),
+                        TurnRow.task_id.in_(ids),
+                    )
+                )
                 await session.execute(
                     delete(TaskRow).where(
                         TaskRow.tenant == tenant,
