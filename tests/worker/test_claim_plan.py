@@ -82,8 +82,10 @@ async def _explain(conn: asyncpg.Connection, name: str, call: str) -> dict[str, 
 
 
 def _check(reads: dict[str, float]) -> None:
-    # About the queued turns (25), a probe per candidate; before the fix every stored turn.
-    assert sum(reads.values()) < 500, reads
+    # Of the order of the 25 unfinished turns (a plan made on stale statistics may read them
+    # once per candidate: 608 rows seen), never the 10,000 finished ones; before the fix,
+    # 20,858 rows: every stored turn, twice.
+    assert sum(reads.values()) < 2000, reads
     assert not any(name.startswith("Seq Scan") for name in reads), reads
     assert any("ix_turns_unfinished" in name for name in reads), reads
     # No other index of turns (the mailbox index, the message-id key) walks an identity's history.
