@@ -2,7 +2,7 @@
 median) with 1k, 100k and 1M tasks stored, each size bulk loaded with ``INSERT … SELECT
 generate_series`` into a database of its own and served by its own edge; the three edges take
 turns under load. Then, with as many finished turns stored, the latency of the turn worker's
-claim (``bench.claim_cost``; no goal in the issue, held to the same line here).
+claim (``bench.claim_cost``; no goal in the issue).
 
 The measured callers are the 10 hot identities (100 tasks each, so the first page is always
 a full page of 50 and ``totalSize`` is 100); every added task belongs to other identities of

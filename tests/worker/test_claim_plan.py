@@ -32,6 +32,17 @@ FINISHED_PER_IDENTITY = 100  # 10,000 finished turns: the history the search mus
 QUEUED = 20  # identities with a turn to run; five of them have a second one behind it
 
 
+def test_the_sql_text_and_the_index_name_the_unfinished_statuses() -> None:
+    # One set, three spellings: the tuple the code compares with, the SQL text the statements
+    # carry, and the partial index's predicate (the model; migration 0002 wrote the same).
+    quoted = ", ".join(f"'{status}'" for status in states.UNFINISHED_TURNS)
+    assert f"({quoted})" == states.UNFINISHED_TURNS_SQL
+    (index,) = [ix for ix in TurnRow.__table__.indexes if ix.name == "ix_turns_unfinished"]
+    for dialect in ("postgresql", "sqlite"):
+        where = str(index.dialect_options[dialect]["where"])
+        assert where == f"status IN {states.UNFINISHED_TURNS_SQL}"
+
+
 def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     found = [plan]
     for child in plan.get("Plans", []):
