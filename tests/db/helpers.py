@@ -1,4 +1,4 @@
-"""Helpers for tests that look at the statements a unit sends."""
+"""Helpers for tests that look at the statements a unit sends and the plans they get."""
 
 from __future__ import annotations
 
@@ -26,3 +26,11 @@ def record_statements(monkeypatch: pytest.MonkeyPatch, pool: StatementPool) -> l
     for name in ("fetch", "fetchrow", "fetchval"):
         monkeypatch.setattr(pool, name, spy(name))
     return seen
+
+
+def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of an ``EXPLAIN (FORMAT JSON)`` plan, the root first."""
+    found = [plan]
+    for child in plan.get("Plans", []):
+        found += plan_nodes(child)
+    return found

@@ -15,17 +15,11 @@ import pytest
 
 from app.db.engine import Database
 from app.push.store_pg import _CLAIM_SQL
+from tests.db.helpers import plan_nodes
 
 pytestmark = pytest.mark.postgres
 
 BACKLOG_TASKS = 2000  # two pending rows each (a progress and a final): 4,000 due rows
-
-
-def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += _nodes(child)
-    return found
 
 
 async def _explain(conn: asyncpg.Connection, limit: int) -> list[dict[str, Any]]:
@@ -38,7 +32,7 @@ async def _explain(conn: asyncpg.Connection, limit: int) -> list[dict[str, Any]]
         )
     finally:
         await claim.rollback()  # EXPLAIN ANALYZE ran the claim: keep nothing it leased
-    return _nodes(json.loads(doc)[0]["Plan"])
+    return plan_nodes(json.loads(doc)[0]["Plan"])
 
 
 async def test_the_claim_reads_about_its_limit_not_the_backlog(pg_url: str) -> None:

@@ -19,6 +19,7 @@ from app.tasks.cancel import TaskCanceller
 from app.tasks.retention import purge_expired
 from app.tasks.wire import utcnow
 from app.worker.listener import asyncpg_dsn as _asyncpg_dsn
+from tests.db.helpers import plan_nodes
 from tests.tasks.conftest import GATEWAY, SCOPE, accept, count
 
 
@@ -139,7 +140,7 @@ async def test_the_purge_deletes_turns_by_their_identities_not_the_whole_table(
     finally:
         await db.dispose()
         await conn.close()
-    nodes = _nodes(json.loads(doc)[0]["Plan"])
+    nodes = plan_nodes(json.loads(doc)[0]["Plan"])
     on_turns = [
         n for n in nodes if n.get("Relation Name") == "turns" and n["Node Type"] != "ModifyTable"
     ]
@@ -150,10 +151,3 @@ async def test_the_purge_deletes_turns_by_their_identities_not_the_whole_table(
         for n in on_turns
     )
     assert read <= 200 * 50, doc
-
-
-def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += _nodes(child)
-    return found

@@ -26,6 +26,7 @@ from app.db.models import ActorRow, TurnRow
 from app.tasks import states
 from app.worker import mailbox
 from app.worker.lease import claim
+from tests.db.helpers import plan_nodes
 
 IDENTITIES = 100
 FINISHED_PER_IDENTITY = 100  # 10,000 finished turns: the history the search must not read
@@ -41,13 +42,6 @@ def test_the_sql_text_and_the_index_name_the_unfinished_statuses() -> None:
     for dialect in ("postgresql", "sqlite"):
         where = str(index.dialect_options[dialect]["where"])
         assert where == f"status IN {states.UNFINISHED_TURNS_SQL}"
-
-
-def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found += _nodes(child)
-    return found
 
 
 def _turn_reads(nodes: list[dict[str, Any]]) -> dict[str, float]:
@@ -89,7 +83,7 @@ async def _explain(conn: asyncpg.Connection, name: str, call: str) -> dict[str, 
         doc = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}{call}")
     finally:
         await txn.rollback()  # EXPLAIN ANALYZE ran the claim: keep nothing it leased
-    return _turn_reads(_nodes(json.loads(doc)[0]["Plan"]))
+    return _turn_reads(plan_nodes(json.loads(doc)[0]["Plan"]))
 
 
 def _check(reads: dict[str, float]) -> None:
