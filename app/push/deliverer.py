@@ -88,7 +88,7 @@ class PushDeliverer:
             with contextlib.suppress(RuntimeError):  # loop already closed at shutdown
                 loop.call_soon_threadsafe(self._wake.set)
 
-        self._unsubscribe.append(subscribe(wake_threadsafe))
+        self._unsubscribe.append(subscribe(wake_threadsafe, self._has_room))
         if self._config.listen and not self._db.is_sqlite:
             self._listen_task = asyncio.create_task(
                 listen_forever(self._db, self._wake.set), name="push-listen"
@@ -119,6 +119,10 @@ class PushDeliverer:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def _has_room(self) -> bool:
+        """A free slot: a wake-up now makes this deliverer claim (``wakeup.local_room``)."""
+        return not self._stopping and len(self._inflight) < self._config.concurrency
 
     # --- the loop ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from app.db.models import PushConfigRow, PushOutboxRow
-from app.push.wakeup import CHANNEL, notify_local
+from app.push.wakeup import notify_local, remote_channel
 from app.security.caller import CallerScope
 
 PushKind = Literal["progress", "final"]
@@ -75,9 +75,10 @@ async def _wake_on_commit(session: AsyncSession) -> None:
     if session.info.get(_WAKE_KEY):
         return
     session.info[_WAKE_KEY] = True
-    if session.get_bind().dialect.name == "postgresql":
+    channel = remote_channel()
+    if channel is not None and session.get_bind().dialect.name == "postgresql":
         # NOTIFY is transactional: delivered to listeners at commit, dropped on rollback.
-        await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+        await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
     def after_commit(sync_session: Session) -> None:
         sync_session.info.pop(_WAKE_KEY, None)

@@ -61,10 +61,17 @@ class Acceptor:
         secrets: PushSecrets,
         *,
         wake: Callable[[], None] | None = None,
+        local_room: Callable[[], bool] | None = None,
     ) -> None:
         self._db = db
         self._secrets = secrets
         self._wake = wake
+        self._local_room = local_room
+
+    def _wakes_others(self) -> bool:
+        """Whether the accept sends ``NOTIFY``: not when this process's own worker has a free
+        slot, which ``wake`` reaches (``app.worker.wakeup``)."""
+        return self._wake is None or self._local_room is None or not self._local_room()
 
     async def accept(
         self,
@@ -77,8 +84,9 @@ class Acceptor:
         """``identity`` (the verified identity claim) travels in the turn payload for the
         agent; it is not part of the idempotency hash (the key already scopes by identity)."""
         turn = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
+        others = self._wakes_others()
         if request.task_id is None and not self._db.is_sqlite:
-            fast = await self._start_pg(scope, request, turn)
+            fast = await self._start_pg(scope, request, turn, others=others)
             if fast is not None:
                 if self._wake is not None:
                     self._wake()
@@ -89,7 +97,7 @@ class Acceptor:
                 accepted = await self._start(session, scope, request, turn)
             else:
                 accepted = await self._resume(session, scope, request, turn)
-            if accepted.created and not is_sqlite(session):
+            if accepted.created and others and not is_sqlite(session):
                 # Delivered to LISTENers at commit, never for a rolled-back accept.
                 await session.execute(
                     text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL}
@@ -101,7 +109,7 @@ class Acceptor:
     # --- the two kinds of accept --------------------------------------------------------------
 
     async def _start_pg(
-        self, scope: CallerScope, request: SendRequest, turn: _TurnSpec
+        self, scope: CallerScope, request: SendRequest, turn: _TurnSpec, *, others: bool
     ) -> Accepted | None:
         now = utcnow()
         task_id = str(uuid.uuid4())
@@ -118,7 +126,7 @@ class Acceptor:
             payload=_turn_payload(request, task_id, turn),
             status=status,
             now=now,
-            channel=NOTIFY_CHANNEL,
+            channel=NOTIFY_CHANNEL if others else None,
         )
         if not created:
             return None

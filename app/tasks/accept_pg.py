@@ -15,7 +15,8 @@ or a concurrent twin holds the key (Postgres waits for an in-flight twin to comm
 back first); nothing else is written and the caller falls back to the ORM path, which reads
 the twin's task. The new task's first history message is ``seq = 1`` (the task id is fresh,
 so there is nothing to count), and its push config is a plain insert for the same reason.
-``pg_notify`` runs only when the turn row came back, and Postgres delivers it at commit.
+``pg_notify`` runs only when the turn row came back and a channel is given (not when this
+process's own worker takes the turn: ``app.worker.wakeup``), and Postgres delivers it at commit.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ WITH turn AS (
     SELECT $1, $2, 0 FROM turn
     ON CONFLICT (tenant, identity) DO NOTHING
 )
-SELECT id, pg_notify($19, '') FROM turn
+SELECT id, (SELECT count(*) FROM (SELECT pg_notify($19, '') WHERE $19::text IS NOT NULL) AS n)
+  FROM turn
 """
 
 
@@ -75,7 +77,7 @@ async def accept_new_pg(
     payload: dict[str, Any],
     status: dict[str, Any],
     now: datetime,
-    channel: str,
+    channel: str | None,
 ) -> bool:
     """Write turn, task, first message, push config and actor; False if the key was taken."""
     push = request.push

@@ -28,7 +28,7 @@ from typing import Any
 from a2a.types import Artifact
 
 from app.db.statement_pool import StatementPool
-from app.push.wakeup import CHANNEL, notify_local
+from app.push.wakeup import notify_local, remote_channel
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
@@ -110,7 +110,9 @@ WITH task AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM task) AS applied,
-       (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push) AS woken) AS pushes,
+       (SELECT count(*) FROM push) AS pushes,
+       (SELECT count(*) FROM (SELECT pg_notify($16, '') FROM push WHERE $16::text IS NOT NULL)
+          AS notified) AS woken,
        (SELECT count(*) FROM settled) AS settled, """
     + HEAD_COLUMNS_SQL
     + " FROM (SELECT 1) AS one"
@@ -275,13 +277,13 @@ async def _write_outcome(
         None if message is None else _json(message),
         key,
         _json({"task": task}),
-        CHANNEL,
+        remote_channel(),
         *_settle_params(settle),
         list(states.UNFINISHED_TURNS),
     )
     if written is None or written["applied"] != 1:
         return _REFUSED
     if written["pushes"]:
-        notify_local()  # this process's deliverers; others hear the NOTIFY at commit
+        notify_local()  # this process's deliverers; others hear the NOTIFY, if sent, at commit
     settled = written["settled"] == 1
     return Finished(applied=True, settled=settled, next_head=written if settled else None)

@@ -92,6 +92,7 @@ class TurnWorker:
         if self._sqlite_lock is not None:
             self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
         self._stopping = False
+        self._wakeup.offer_room(self._has_room)
         self._claimer = asyncio.create_task(self._claim_loop(), name="worker-claim")
         self._keeper.start()
         self._loops.append(asyncio.create_task(self._retention_loop(), name="worker-retention"))
@@ -102,6 +103,7 @@ class TurnWorker:
 
     async def stop(self) -> None:
         self._stopping = True
+        self._wakeup.offer_room(None)  # turns accepted from now on wake the other processes
         self._wakeup.notify()
         # The claim loop and the keeper are asked to stop, not cancelled, so no database call
         # is abandoned half-way (cancelling one leaves the driver with work for a dead loop).
@@ -126,6 +128,10 @@ class TurnWorker:
         log.info("worker.stopped", extra={"worker": self.owner})
 
     # --- claiming ---------------------------------------------------------------------------
+
+    def _has_room(self) -> bool:
+        """A free slot: a wake-up now makes this worker claim (``Wakeup.local_room``)."""
+        return not self._stopping and len(self._drains) < self.concurrency
 
     async def _claim_loop(self) -> None:
         while not self._stopping:

@@ -1,12 +1,18 @@
-"""Helpers for tests that look at the statements a unit sends and the plans they get."""
+"""Helpers for tests that look at the statements a unit sends, the plans they get and the
+notifications they raise."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 import pytest
 
 from app.db.statement_pool import StatementPool
+from app.worker.listener import asyncpg_dsn
 
 
 def record_statements(monkeypatch: pytest.MonkeyPatch, pool: StatementPool) -> list[str]:
@@ -34,3 +40,42 @@ def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     for child in plan.get("Plans", []):
         found += plan_nodes(child)
     return found
+
+
+class Notifications:
+    """``LISTEN`` on PostgreSQL channels from a connection of its own (``notifications``)."""
+
+    def __init__(self, conn: Any, channels: tuple[str, ...]) -> None:
+        self._conn = conn
+        self._channels = channels
+        self.heard: list[tuple[str, str]] = []
+        self._arrived = asyncio.Event()
+
+    def _on(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        self.heard.append((channel, payload))
+        self._arrived.set()
+
+    async def settle(self) -> list[str]:
+        """The channels notified so far (in commit order), once every transaction committed
+        before this call has had its notifications delivered: PostgreSQL delivers them in
+        commit order, so a marker sent now arrives after all of them."""
+        marker = f"marker-{len(self.heard)}"
+        await self._conn.execute(f"SELECT pg_notify('{self._channels[0]}', '{marker}')")
+        async with asyncio.timeout(10):
+            while (self._channels[0], marker) not in self.heard:
+                self._arrived.clear()
+                await self._arrived.wait()
+        return [c for c, payload in self.heard if not payload.startswith("marker-")]
+
+
+@asynccontextmanager
+async def notifications(pg_url: str, *channels: str) -> AsyncIterator[Notifications]:
+    """Every notification on ``channels`` while the block runs."""
+    conn = await asyncpg.connect(asyncpg_dsn(pg_url))
+    heard = Notifications(conn, channels)
+    try:
+        for channel in channels:
+            await conn.add_listener(channel, heard._on)
+        yield heard
+    finally:
+        await conn.close()

@@ -1,14 +1,20 @@
 """Wake-ups: a committed outbox row wakes the deliverer at once (in process, and by NOTIFY on
-PostgreSQL); polling stays the fallback. Graceful stop lets an attempt on the wire finish."""
+PostgreSQL when no deliverer of this process has a free slot); polling stays the fallback.
+Graceful stop lets an attempt on the wire finish."""
 
 from __future__ import annotations
 
 import asyncio
 
 from app.db.engine import Database
+from app.push import wakeup
 from app.push.listen import listen_forever
 from app.push.wakeup import CHANNEL
-from app.testing.push_receiver import hang
+from app.tasks.accept import NOTIFY_CHANNEL
+from app.testing.edge import edge_harness
+from app.testing.gateway import GatewayKit
+from app.testing.push_receiver import CallbackExpectation, hang, push_receiver
+from tests.db.helpers import notifications
 from tests.push.conftest import PushRig
 
 
@@ -77,3 +83,66 @@ async def test_stop_lets_the_attempt_on_the_wire_finish(rig: PushRig) -> None:
     rig.deliverers.remove(deliverer)
     [row] = await rig.rows()
     assert row.status == "delivered" and row.lease_owner is None
+
+
+async def test_a_deliverer_offers_room_while_it_has_a_free_slot(rig: PushRig) -> None:
+    assert not wakeup.local_room()
+    await rig.add_config("t1")
+    rig.rx.fault = hang(0.5)
+    deliverer = await rig.start(push_concurrency=1)
+    assert wakeup.local_room()
+    await rig.queue("t1", "final", kind="final")
+    await rig.wait_rows(lambda rs: rs[0].lease_owner is not None)
+    assert not wakeup.local_room()  # its one slot holds the attempt on the wire
+    await rig.wait_rows(lambda rs: rs[0].status == "delivered")
+    async with asyncio.timeout(5):
+        while not wakeup.local_room():
+            await asyncio.sleep(0.01)
+    await deliverer.stop()
+    rig.deliverers.remove(deliverer)
+    assert not wakeup.local_room()
+
+
+async def test_a_push_this_process_sends_raises_no_notify(pg_rig: PushRig) -> None:
+    rig = pg_rig
+    await rig.add_config("t1")
+    async with notifications(rig.db_url, CHANNEL) as heard:
+        await rig.start(poll_seconds=60)  # no poll within the test: delivery means a wake-up
+        await rig.queue("t1", "one")
+        await rig.rx.wait_for(lambda p: p.message_id == "t1:one", within=5)
+        assert await heard.settle() == []
+        await rig.stop_all()  # no deliverer here now: the others must hear of the next one
+        await rig.queue("t1", "two")
+        assert await heard.settle() == [CHANNEL]
+
+
+async def test_a_turn_and_its_pushes_in_one_process_raise_no_notify(pg_url: str) -> None:
+    """The whole pipeline in one process (``serve``): accept, the worker's progress and final
+    writes and both deliveries are woken in process, and nothing wakes other processes."""
+    kit = GatewayKit()
+    async with (
+        push_receiver() as rx,
+        edge_harness(
+            pg_url,
+            gateway=kit,
+            background=True,
+            gateway_origins=[kit.origin, rx.base_url],
+            poll_seconds=60,
+        ) as edge,
+        notifications(pg_url, NOTIFY_CHANNEL, CHANNEL) as heard,
+    ):
+        rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
+        await edge.add_tenant("demo", agent="scripted")
+        url, token = rx.endpoint()
+        params = {
+            "message": {
+                "messageId": "m-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "progress thinking\nreply done"}],
+            },
+            "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
+        }
+        task_id = (await edge.result("SendMessage", params))["task"]["id"]
+        await rx.wait_for(lambda p: p.message_id == f"{task_id}:final", within=20)
+        assert [p.message_id for p in rx.requests] == [f"{task_id}:line-1", f"{task_id}:final"]
+        assert await heard.settle() == []

@@ -1,0 +1,86 @@
+"""Who an accepted turn wakes (``app.worker.wakeup``): this process's own worker when it has a
+free slot, with no ``NOTIFY``; every process's workers (``NOTIFY looping_turns``) when it has
+none, or there is no worker here."""
+
+from __future__ import annotations
+
+from app.tasks import states
+from app.tasks.accept import NOTIFY_CHANNEL
+from app.testing.edge import edge_harness
+from app.worker.service import TurnWorker
+from app.worker.wakeup import Wakeup
+from tests.db.helpers import notifications
+from tests.worker.helpers import eventually, identity, send, task_row
+
+# No poll to fall back on within the test: a turn that runs was woken.
+SLOW_POLL = {"poll_seconds": 60, "lease_seconds": 5}
+
+
+def test_local_room_is_what_the_worker_offers() -> None:
+    wakeup = Wakeup()
+    assert not wakeup.local_room()  # no worker in this process
+    free = [True]
+    wakeup.offer_room(lambda: free[0])
+    assert wakeup.local_room()
+    free[0] = False
+    assert not wakeup.local_room()
+    wakeup.offer_room(None)
+    assert not wakeup.local_room()
+
+
+async def test_a_turn_the_local_worker_takes_is_run_without_a_notify(pg_url: str) -> None:
+    async with (
+        edge_harness(pg_url, background=True, **SLOW_POLL) as edge,
+        notifications(pg_url, NOTIFY_CHANNEL) as heard,
+    ):
+        await edge.add_tenant("demo", agent="scripted", require_push_config=False)
+        assert edge.services.wakeup.local_room()
+        task_id = await send(edge, "reply hi", message_id="m1", push_url=None)
+        db = edge.services.db
+
+        async def done() -> bool:
+            return (await task_row(db, task_id)).state == states.COMPLETED
+
+        await eventually(done, timeout=20)
+        assert await heard.settle() == []
+
+
+async def test_without_a_worker_here_the_accept_wakes_the_others(pg_url: str) -> None:
+    async with (
+        edge_harness(pg_url, **SLOW_POLL) as edge,
+        notifications(pg_url, NOTIFY_CHANNEL) as heard,
+    ):
+        await edge.add_tenant("demo", agent="scripted", require_push_config=False)
+        assert not edge.services.wakeup.local_room()
+        await send(edge, "reply hi", message_id="m1", push_url=None)
+        assert await heard.settle() == [NOTIFY_CHANNEL]
+
+
+async def test_a_busy_local_worker_leaves_the_turn_to_the_others(pg_url: str) -> None:
+    async with (
+        edge_harness(pg_url, background=True, worker_concurrency=1, **SLOW_POLL) as edge,
+        notifications(pg_url, NOTIFY_CHANNEL) as heard,
+    ):
+        await edge.add_tenant("demo", agent="scripted", require_push_config=False)
+        db = edge.services.db
+        first = await send(edge, "sleep 30", message_id="m1", who="user-1", push_url=None)
+
+        async def running() -> bool:
+            return (await task_row(db, first)).state == states.WORKING
+
+        await eventually(running, timeout=20)
+        assert await heard.settle() == []  # the first went to the idle local worker
+        assert not edge.services.wakeup.local_room()
+        await send(edge, "reply hi", message_id="m2", who="user-2", push_url=None)
+        assert await heard.settle() == [NOTIFY_CHANNEL]
+        await edge.result("CancelTask", {"id": first}, identity=identity("user-1"))
+
+
+async def test_a_stopped_worker_offers_no_room(pg_url: str) -> None:
+    async with edge_harness(pg_url, background=True, **SLOW_POLL) as edge:
+        [worker] = [s for s in edge.services.background if isinstance(s, TurnWorker)]
+        assert edge.services.wakeup.local_room()
+        await worker.stop()
+        assert not edge.services.wakeup.local_room()
+        await worker.start()
+        assert edge.services.wakeup.local_room()
