@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -10,6 +11,7 @@ import httpx
 from app.cards.service import CardService
 from app.db.engine import Database
 from app.ops.health import Readiness
+from app.ops.host_idle import HostIdle, auto_idle_poll_microseconds
 from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import Metrics
 from app.security.jwks import JwksFetcher
@@ -18,6 +20,8 @@ from app.security.token import GatewayTokenVerifier
 from app.settings import Settings
 from app.tenants.registry import TenantDirectory, TenantStore
 from app.worker.wakeup import Wakeup
+
+log = logging.getLogger("looping.edge")
 
 
 class BackgroundService(Protocol):
@@ -59,17 +63,33 @@ def gateway_http_client(settings: Settings) -> httpx.AsyncClient:
     )
 
 
+def idle_poll_seconds(settings: Settings, host: HostIdle | None = None) -> float:
+    """The idle-poll window: ``EDGE_IDLE_POLL_MICROSECONDS`` when set, else what this host's
+    idle CPUs call for (``app.ops.host_idle``, read once here)."""
+    micros = settings.idle_poll_microseconds
+    if micros is None:
+        host = host or HostIdle.read()
+        micros = auto_idle_poll_microseconds(host)
+        log.info(
+            "idle_poll.auto",
+            extra={"outcome": f"{micros} us ({host.describe()})"},
+        )
+    return micros / 1e6
+
+
 def build_services(
     settings: Settings,
     *,
     gateway_client: httpx.AsyncClient | None = None,
     db: Database | None = None,
+    host: HostIdle | None = None,
 ) -> EdgeServices:
-    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config."""
+    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config.
+    ``host``: how this machine's idle CPUs wait (read from /sys when not given)."""
     settings.validate_for_serving()
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     metrics = Metrics()
-    pollers = IdlePollers.build(settings.idle_poll_microseconds / 1e6, observer=metrics)
+    pollers = IdlePollers.build(idle_poll_seconds(settings, host), observer=metrics)
     database = db or Database(
         settings.database_url, pool_size=settings.db_pool_size, activity=pollers.statement
     )

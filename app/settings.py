@@ -107,10 +107,16 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_json: bool = True
     # Longest adaptive idle-poll window after activity (app.ops.idle_poll); 0 turns it off.
-    # 200 µs is the Linux guest halt-polling default, and what lets a verified GetTask at
-    # concurrency 1 skip its two sleeps on hosts whose idle vCPUs halt at once (bench/ROUNDS.md,
-    # round thirty-four: 300 µs bought no more, 500 µs cost more CPU at every paced rate).
-    idle_poll_microseconds: int = Field(default=200, ge=0, le=10_000)
+    # Unset (or "auto"): 200 µs on hosts whose idle vCPUs halt at once with nobody polling, 0
+    # elsewhere, decided from /sys by the app factory (app.ops.host_idle says why).
+    idle_poll_microseconds: int | None = Field(default=None, ge=0, le=10_000)
+
+    @field_validator("idle_poll_microseconds", mode="before")
+    @classmethod
+    def _auto_idle_poll(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "auto"):
+            return None
+        return value
 
     @field_validator("gateway_origins", mode="before")
     @classmethod

@@ -23,6 +23,8 @@ from app.security.caller import CallerScope
 from app.security.keys import SigningKey, generate_private_jwk
 from app.settings import Settings, load_settings
 from app.tasks.push_secrets import PushSecrets
+from app.testing.edge import EdgeHarness, edge_harness
+from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
 
 EDGE_URL = "https://edge.test"
@@ -201,3 +203,38 @@ async def rig(db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
 async def pg_rig(pg_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
     async with make_rig(pg_url, edge_jwk) as rig:
         yield rig
+
+
+FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01, "push_retry_base_seconds": 0.01}
+
+
+@asynccontextmanager
+async def edge_and_receiver(
+    db_url: str, **overrides: Any
+) -> AsyncIterator[tuple[EdgeHarness, PushReceiver]]:
+    """The real app with workers and push delivery, tenant ``demo`` on the scripted agent,
+    and a loopback receiver that verifies every callback."""
+    kit = GatewayKit()
+    async with push_receiver() as rx:
+        origins = [kit.origin, rx.base_url]
+        async with edge_harness(
+            db_url, gateway=kit, background=True, gateway_origins=origins, **{**FAST, **overrides}
+        ) as edge:
+            services = edge.services
+            rx.expect = CallbackExpectation.for_key(services.key, services.cards.jku)
+            await edge.add_tenant("demo", agent="scripted")
+            yield edge, rx
+
+
+async def send(edge: EdgeHarness, rx: PushReceiver, text: str, **message: Any) -> str:
+    url, token = rx.endpoint()
+    params = {
+        "message": {
+            "messageId": f"m-{len(rx.tokens)}",
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **message,
+        },
+        "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
+    }
+    return str((await edge.result("SendMessage", params))["task"]["id"])

@@ -2,43 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
-from app.testing.edge import EdgeHarness, edge_harness
-from app.testing.gateway import GatewayKit
-from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
-
-FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01, "push_retry_base_seconds": 0.01}
-
-
-@asynccontextmanager
-async def edge_and_receiver(db_url: str) -> AsyncIterator[tuple[EdgeHarness, PushReceiver]]:
-    kit = GatewayKit()
-    async with push_receiver() as rx:
-        origins = [kit.origin, rx.base_url]
-        async with edge_harness(
-            db_url, gateway=kit, background=True, gateway_origins=origins, **FAST
-        ) as edge:
-            services = edge.services
-            rx.expect = CallbackExpectation.for_key(services.key, services.cards.jku)
-            await edge.add_tenant("demo", agent="scripted")
-            yield edge, rx
-
-
-async def send(edge: EdgeHarness, rx: PushReceiver, text: str, **message: Any) -> str:
-    url, token = rx.endpoint()
-    params = {
-        "message": {
-            "messageId": f"m-{len(rx.tokens)}",
-            "role": "ROLE_USER",
-            "parts": [{"text": text}],
-            **message,
-        },
-        "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
-    }
-    return str((await edge.result("SendMessage", params))["task"]["id"])
+from tests.push.conftest import edge_and_receiver, send
 
 
 async def test_progress_and_final_reach_the_gateway_verified(db_url: str) -> None:

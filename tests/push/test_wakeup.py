@@ -11,11 +11,9 @@ from app.push import wakeup
 from app.push.listen import listen_forever
 from app.push.wakeup import CHANNEL
 from app.tasks.accept import NOTIFY_CHANNEL
-from app.testing.edge import edge_harness
-from app.testing.gateway import GatewayKit
-from app.testing.push_receiver import CallbackExpectation, hang, push_receiver
+from app.testing.push_receiver import hang
 from tests.db.helpers import notifications
-from tests.push.conftest import PushRig
+from tests.push.conftest import PushRig, edge_and_receiver, send
 
 
 async def test_a_commit_wakes_a_deliverer_that_polls_rarely(rig: PushRig) -> None:
@@ -119,30 +117,11 @@ async def test_a_push_this_process_sends_raises_no_notify(pg_rig: PushRig) -> No
 async def test_a_turn_and_its_pushes_in_one_process_raise_no_notify(pg_url: str) -> None:
     """The whole pipeline in one process (``serve``): accept, the worker's progress and final
     writes and both deliveries are woken in process, and nothing wakes other processes."""
-    kit = GatewayKit()
     async with (
-        push_receiver() as rx,
-        edge_harness(
-            pg_url,
-            gateway=kit,
-            background=True,
-            gateway_origins=[kit.origin, rx.base_url],
-            poll_seconds=60,
-        ) as edge,
+        edge_and_receiver(pg_url, poll_seconds=60) as (edge, rx),
         notifications(pg_url, NOTIFY_CHANNEL, CHANNEL) as heard,
     ):
-        rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
-        await edge.add_tenant("demo", agent="scripted")
-        url, token = rx.endpoint()
-        params = {
-            "message": {
-                "messageId": "m-1",
-                "role": "ROLE_USER",
-                "parts": [{"text": "progress thinking\nreply done"}],
-            },
-            "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
-        }
-        task_id = (await edge.result("SendMessage", params))["task"]["id"]
+        task_id = await send(edge, rx, "progress thinking\nreply done")
         await rx.wait_for(lambda p: p.message_id == f"{task_id}:final", within=20)
         assert [p.message_id for p in rx.requests] == [f"{task_id}:line-1", f"{task_id}:final"]
         assert await heard.settle() == []
