@@ -5,13 +5,13 @@ KVM guest running the ``haltpoll`` cpuidle driver with ``guest_halt_poll_ns`` = 
 idle vCPU halts at once, and while that driver runs the guest asks the host not to poll for it
 (KVM's poll-control feature), so nobody polls and every wake-up is a full halt and resume;
 the edge's polling bought 1.13-1.31x the GetTask requests at concurrency 1 on such hosts
-(bench/ROUNDS.md, rounds thirty-four to thirty-six). Anywhere else someone already polls or a
+(bench/ROUNDS.md, rounds thirty-four to thirty-six). Elsewhere someone already polls, or a
 wake-up is cheap: with the guest's polling on (``guest_halt_poll_ns`` > 0) the edge's added
-1.03x for 1.17x the CPU (round thirty-four); with no cpuidle driver the host's KVM polls on
-the guest's behalf (a prepared ``SELECT 1`` took 55-60 µs there against 90-139 µs), and the
-edge's polling gave 0.81-0.97x with two processes and 0.87-1.14x with one (round
-thirty-seven). On bare metal and unknown hosts it was never measured, so ``auto`` leaves it
-off; an explicit value always wins.
+1.03x for 1.17x the CPU (round thirty-four); with no cpuidle driver the guest halts into
+the host, which can poll on its side (invisible from here; a prepared ``SELECT 1`` took
+55-60 µs on such a host against 90-139 µs), and the edge's polling gave 0.81-0.97x with two
+processes and 0.87-1.14x with one (round thirty-seven). On bare metal and unknown hosts it
+was never measured, so ``auto`` leaves it off; an explicit value always wins.
 """
 
 from __future__ import annotations

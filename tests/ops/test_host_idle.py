@@ -34,7 +34,7 @@ def _sys(root: Path, driver: str | None, halt_poll_ns: str | None) -> Path:
         ("haltpoll", "0", POLL_MICROSECONDS),
         # The guest kernel polls already.
         ("haltpoll", "200000", 0),
-        # No cpuidle driver: the host's KVM polls for the guest (the module may still be there).
+        # No cpuidle driver: the guest halts into the host, which can poll on its side.
         ("none", "200000", 0),
         ("none", None, 0),
         # Bare metal, or anything never measured.
