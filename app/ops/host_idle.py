@@ -1,17 +1,16 @@
 """How this machine's idle CPUs wait, and so whether the edge's own idle polling pays.
 
-``EDGE_IDLE_POLL_MICROSECONDS`` unset (``auto``) polls only where it was measured to pay: a
-KVM guest running the ``haltpoll`` cpuidle driver with ``guest_halt_poll_ns`` = 0. There an
-idle vCPU halts at once, and while that driver runs the guest asks the host not to poll for it
-(KVM's poll-control feature), so nobody polls and every wake-up is a full halt and resume;
-the edge's polling bought 1.13-1.31x the GetTask requests at concurrency 1 on such hosts
-(bench/ROUNDS.md, rounds thirty-four to thirty-six). Elsewhere someone already polls, or a
-wake-up is cheap: with the guest's polling on (``guest_halt_poll_ns`` > 0) the edge's added
-1.03x for 1.17x the CPU (round thirty-four); with no cpuidle driver the guest halts into
-the host, which can poll on its side (invisible from here; a prepared ``SELECT 1`` took
-55-60 µs on such a host against 90-139 µs), and the edge's polling gave 0.81-0.97x with two
-processes and 0.87-1.14x with one (round thirty-seven). On bare metal and unknown hosts it
-was never measured, so ``auto`` leaves it off; an explicit value always wins.
+``EDGE_IDLE_POLL_MICROSECONDS`` unset (``auto``) polls 200 µs except where the guest kernel
+polls already: the ``haltpoll`` cpuidle driver with ``guest_halt_poll_ns`` > 0. There an idle
+vCPU polls that long before it halts, and the edge's polling on top added 1.03x the GetTask
+requests at concurrency 1 for 1.17x the CPU per request (bench/ROUNDS.md, round thirty-four).
+Where nobody polls (the same driver with ``guest_halt_poll_ns`` = 0: while it runs the guest
+asks the host not to poll for it) the edge's polling bought 1.13-1.31x (rounds thirty-four to
+thirty-six). With no cpuidle driver the guest halts into the host, which can poll on its side
+(invisible from here): on round thirty-seven's host the polled edge answered 0.87-1.14x the
+unpolled one's requests at concurrency 1 with one process (above 1 in three of five runs) and
+0.81-0.97x with two, so ``auto`` keeps it on for the one-process default there. Bare metal was
+never measured, and keeps the window it always had. An explicit value always wins.
 """
 
 from __future__ import annotations
@@ -46,6 +45,12 @@ class HostIdle:
         """An idle vCPU halts with nobody polling: the edge's polling saves each wake-up."""
         return self.driver == "haltpoll" and self.guest_halt_poll_ns == 0
 
+    @property
+    def guest_polls(self) -> bool:
+        """The guest kernel polls before it halts an idle vCPU (the governor reads the
+        parameter only under the ``haltpoll`` driver)."""
+        return self.driver == "haltpoll" and bool(self.guest_halt_poll_ns)
+
     def describe(self) -> str:
         if self.driver is None:
             return "no cpuidle driver"
@@ -55,8 +60,9 @@ class HostIdle:
 
 
 def auto_idle_poll_microseconds(host: HostIdle) -> int:
-    """``EDGE_IDLE_POLL_MICROSECONDS`` when unset: the default window where polling pays, else 0."""
-    return POLL_MICROSECONDS if host.halts_at_once else 0
+    """``EDGE_IDLE_POLL_MICROSECONDS`` when unset: 0 where the guest polls already, else the
+    default window."""
+    return 0 if host.guest_polls else POLL_MICROSECONDS
 
 
 def _read(path: Path) -> str | None:
