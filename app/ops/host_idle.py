@@ -7,9 +7,9 @@ requests at concurrency 1 for 1.17x the CPU per request (bench/ROUNDS.md, round 
 Where nobody polls (the same driver with ``guest_halt_poll_ns`` = 0: while it runs the guest
 asks the host not to poll for it) the edge's polling bought 1.13-1.31x (rounds thirty-four to
 thirty-six). With no cpuidle driver the guest halts into the host, which can poll on its side
-(invisible from here): on round thirty-seven's host the polled edge answered 0.87-1.14x the
-unpolled one's requests at concurrency 1 with one process (above 1 in three of five runs) and
-0.81-0.97x with two, so ``auto`` keeps it on for the one-process default there. Bare metal was
+(invisible from here): on round thirty-seven's host the polled edge answered 0.869-1.186x
+the unpolled one's requests at concurrency 1 with one process (above 1 in four of six runs)
+and 0.807-1.162x with two, so ``auto`` keeps it on for the one-process default. Bare metal was
 never measured, and keeps the window it always had. An explicit value always wins.
 """
 
