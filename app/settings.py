@@ -107,8 +107,9 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_json: bool = True
     # Longest adaptive idle-poll window after activity (app.ops.idle_poll); 0 turns it off.
-    # Unset (or "auto"): 200 µs on hosts whose idle vCPUs halt at once with nobody polling, 0
-    # elsewhere, decided from /sys by the app factory (app.ops.host_idle says why).
+    # Unset (or "auto"): 0 where the guest kernel polls already (haltpoll driver with
+    # guest_halt_poll_ns > 0), 200 µs elsewhere, decided from /sys by the app factory
+    # (app.ops.host_idle says why).
     idle_poll_microseconds: int | None = Field(default=None, ge=0, le=10_000)
 
     @field_validator("idle_poll_microseconds", mode="before")
