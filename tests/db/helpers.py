@@ -42,12 +42,17 @@ def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+# Markers go on a channel of their own: one on a watched channel would wake whatever listens
+# there (a worker's claim loop), and the test would see its own marker's work.
+MARKER_CHANNEL = "looping_test_marker"
+
+
 class Notifications:
     """``LISTEN`` on PostgreSQL channels from a connection of its own (``notifications``)."""
 
-    def __init__(self, conn: Any, channels: tuple[str, ...]) -> None:
+    def __init__(self, conn: Any) -> None:
         self._conn = conn
-        self._channels = channels
+        self.backend_pid: int = conn.get_server_pid()
         self.heard: list[tuple[str, str]] = []
         self._arrived = asyncio.Event()
 
@@ -56,25 +61,25 @@ class Notifications:
         self._arrived.set()
 
     async def settle(self) -> list[str]:
-        """The channels notified so far (in commit order), once every transaction committed
-        before this call has had its notifications delivered: PostgreSQL delivers them in
-        commit order, so a marker sent now arrives after all of them."""
+        """The watched channels notified so far (in commit order), once every transaction
+        committed before this call has had its notifications delivered: PostgreSQL delivers
+        a session's notifications in commit order, so a marker sent now arrives after them."""
         marker = f"marker-{len(self.heard)}"
-        await self._conn.execute(f"SELECT pg_notify('{self._channels[0]}', '{marker}')")
+        await self._conn.execute(f"SELECT pg_notify('{MARKER_CHANNEL}', '{marker}')")
         async with asyncio.timeout(10):
-            while (self._channels[0], marker) not in self.heard:
+            while (MARKER_CHANNEL, marker) not in self.heard:
                 self._arrived.clear()
                 await self._arrived.wait()
-        return [c for c, payload in self.heard if not payload.startswith("marker-")]
+        return [c for c, _ in self.heard if c != MARKER_CHANNEL]
 
 
 @asynccontextmanager
 async def notifications(pg_url: str, *channels: str) -> AsyncIterator[Notifications]:
     """Every notification on ``channels`` while the block runs."""
     conn = await asyncpg.connect(asyncpg_dsn(pg_url))
-    heard = Notifications(conn, channels)
+    heard = Notifications(conn)
     try:
-        for channel in channels:
+        for channel in (*channels, MARKER_CHANNEL):
             await conn.add_listener(channel, heard._on)
         yield heard
     finally:

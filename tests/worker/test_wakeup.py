@@ -4,12 +4,17 @@ none, or there is no worker here."""
 
 from __future__ import annotations
 
+import asyncio
+
+from sqlalchemy import text
+
+from app.db.engine import Database
 from app.tasks import states
 from app.tasks.accept import NOTIFY_CHANNEL
 from app.testing.edge import edge_harness
 from app.worker.service import TurnWorker
 from app.worker.wakeup import Wakeup
-from tests.db.helpers import notifications
+from tests.db.helpers import Notifications, notifications
 from tests.worker.helpers import eventually, identity, send, task_row
 
 # No poll to fall back on within the test: a turn that runs was woken.
@@ -84,3 +89,38 @@ async def test_a_stopped_worker_offers_no_room(pg_url: str) -> None:
         assert not edge.services.wakeup.local_room()
         await worker.start()
         assert edge.services.wakeup.local_room()
+
+
+async def test_a_turn_sent_without_a_notify_is_still_run_by_another_process(pg_url: str) -> None:
+    """The poll behind the local wake-up: a process whose worker said it had room and then
+    never claimed (it stopped, or died) leaves the turn to the others' ``EDGE_POLL_SECONDS``."""
+    async with edge_harness(pg_url, **SLOW_POLL) as accepting:
+        await accepting.add_tenant("demo", agent="scripted", require_push_config=False)
+        accepting.services.wakeup.offer_room(lambda: True)  # a worker that will never claim
+        async with (
+            edge_harness(pg_url, background=True, poll_seconds=0.2, lease_seconds=5) as other,
+            notifications(pg_url, NOTIFY_CHANNEL) as heard,
+        ):
+            db = other.services.db
+            # Past the other worker's start-up wake-ups (its first claim, and the one when its
+            # LISTEN connection comes up), so only its poll can find the turn.
+            await eventually(lambda: _listening(db, heard), timeout=10)
+            await asyncio.sleep(0.5)
+            task_id = await send(accepting, "reply hi", message_id="m1", push_url=None)
+            assert await heard.settle() == []
+
+            async def done() -> bool:
+                return (await task_row(db, task_id)).state == states.COMPLETED
+
+            await eventually(done, timeout=20)
+
+
+async def _listening(db: Database, heard: Notifications) -> bool:
+    """A backend other than the test's own has run ``LISTEN looping_turns``: the worker's."""
+    async with db.transaction() as s:
+        found = await s.execute(
+            # asyncpg quotes the channel name.
+            text("SELECT 1 FROM pg_stat_activity WHERE query LIKE :q AND pid <> :own"),
+            {"q": f"LISTEN %{NOTIFY_CHANNEL}%", "own": heard.backend_pid},
+        )
+        return found.first() is not None
