@@ -75,7 +75,7 @@ def create_app(services: EdgeServices) -> Starlette:
     # extra middleware (AsyncExitStackMiddleware) was measurable on every request (bench/README).
     app = EdgeApp(
         rpc_path=services.settings.rpc_path,
-        rpc=RpcEndpoint(dispatcher, services.idle_pollers),
+        rpc=RpcEndpoint(dispatcher),
         lifespan=lifespan,
         exception_handlers={HTTPException: _not_found},
     )

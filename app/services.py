@@ -11,8 +11,6 @@ import httpx
 from app.cards.service import CardService
 from app.db.engine import Database
 from app.ops.health import Readiness
-from app.ops.host_idle import HostIdle, auto_idle_poll_microseconds
-from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import Metrics
 from app.security.jwks import JwksFetcher
 from app.security.keys import SigningKey
@@ -44,7 +42,6 @@ class EdgeServices:
     metrics: Metrics
     readiness: Readiness
     gateway_client: httpx.AsyncClient
-    idle_pollers: IdlePollers = field(default_factory=IdlePollers.off)
     background: list[BackgroundService] = field(default_factory=list)
     wakeup: Wakeup = field(default_factory=Wakeup)
 
@@ -63,36 +60,17 @@ def gateway_http_client(settings: Settings) -> httpx.AsyncClient:
     )
 
 
-def idle_poll_seconds(settings: Settings, host: HostIdle | None = None) -> float:
-    """The idle-poll window: ``EDGE_IDLE_POLL_MICROSECONDS`` when set, else what this host's
-    idle CPUs call for (``app.ops.host_idle``, read once here)."""
-    micros = settings.idle_poll_microseconds
-    if micros is None:
-        host = host or HostIdle.read()
-        micros = auto_idle_poll_microseconds(host)
-        log.info(
-            "idle_poll.auto",
-            extra={"outcome": f"{micros} us ({host.describe()})"},
-        )
-    return micros / 1e6
-
-
 def build_services(
     settings: Settings,
     *,
     gateway_client: httpx.AsyncClient | None = None,
     db: Database | None = None,
-    host: HostIdle | None = None,
 ) -> EdgeServices:
-    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config.
-    ``host``: how this machine's idle CPUs wait (read from /sys when not given)."""
+    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config."""
     settings.validate_for_serving()
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     metrics = Metrics()
-    pollers = IdlePollers.build(idle_poll_seconds(settings, host), observer=metrics)
-    database = db or Database(
-        settings.database_url, pool_size=settings.db_pool_size, activity=pollers.statement
-    )
+    database = db or Database(settings.database_url, pool_size=settings.db_pool_size)
     client = gateway_client or gateway_http_client(settings)
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
     store = TenantStore(database)
@@ -108,5 +86,4 @@ def build_services(
         metrics=metrics,
         readiness=Readiness(db=database, key_loaded=True),
         gateway_client=client,
-        idle_pollers=pollers,
     )

@@ -106,18 +106,6 @@ class Settings(BaseSettings):
     # --- ops ----------------------------------------------------------------------------------
     log_level: str = "INFO"
     log_json: bool = True
-    # Longest adaptive idle-poll window after activity (app.ops.idle_poll); 0 turns it off.
-    # Unset (or "auto"): 0 where the guest kernel polls already (haltpoll driver with
-    # guest_halt_poll_ns > 0), 200 µs elsewhere, decided from /sys by the app factory
-    # (app.ops.host_idle says why).
-    idle_poll_microseconds: int | None = Field(default=None, ge=0, le=10_000)
-
-    @field_validator("idle_poll_microseconds", mode="before")
-    @classmethod
-    def _auto_idle_poll(cls, value: object) -> object:
-        if isinstance(value, str) and value.strip().lower() in ("", "auto"):
-            return None
-        return value
 
     @field_validator("gateway_origins", mode="before")
     @classmethod

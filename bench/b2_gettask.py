@@ -1,9 +1,6 @@
 """Benchmark 2: verified GetTask over HTTP at concurrency 1/16/64, one and two uvicorn
 processes, vs the a2a-sdk server (its routes, handler and ``DatabaseTaskStore`` on the same
-PostgreSQL) and vs a bare FastAPI endpoint returning a fixed result. A second edge takes its
-turns too, set the other way from the edge's default idle polling on this host
-(app/ops/host_idle.py): polling off where the default polls, polling at 200 µs where it does
-not, so every run says what the default buys or saves here (rows without a goal).
+PostgreSQL) and vs a bare FastAPI endpoint returning a fixed result.
 
 Every edge request carries a distinct pre-minted token (a full EdDSA verification) and reads
 one of the 1,000 hot tasks of its own identity (10 identities x 100 tasks).
@@ -12,10 +9,7 @@ one of the 1,000 hot tasks of its own identity (10 identities x 100 tasks).
 from __future__ import annotations
 
 import contextlib
-import functools
-from dataclasses import dataclass
 
-from app.ops.host_idle import POLL_MICROSECONDS, HostIdle, auto_idle_poll_microseconds
 from bench import procs, roundtrip, wire
 from bench.config import HOT_IDENTITIES, TENANT
 from bench.context import Ctx, hot_identities
@@ -28,24 +22,6 @@ from bench.servers import sdk_server, uvicorn_server
 NAME = "2 GetTask"
 SDK_GOAL = 4.0
 BARE_GOAL = 0.35
-NO_POLL = "edge, idle polling off"
-POLL_ON = f"edge, idle polling at {POLL_MICROSECONDS} µs"
-
-
-@dataclass(frozen=True)
-class Twin:
-    """The second edge: its rows' baseline label and its ``EDGE_IDLE_POLL_MICROSECONDS``."""
-
-    label: str
-    idle_poll_microseconds: str
-
-
-@functools.cache
-def twin() -> Twin:
-    """The other side of this host's idle-polling default (read once per run)."""
-    if auto_idle_poll_microseconds(HostIdle.read()) > 0:
-        return Twin(NO_POLL, "0")
-    return Twin(POLL_ON, str(POLL_MICROSECONDS))
 
 
 def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
@@ -172,24 +148,12 @@ def run(ctx: Ctx) -> None:
 
 def _start_servers(
     ctx: Ctx, stack: contextlib.ExitStack[bool | None], workers: int, db: str, sdk_db: str
-) -> tuple[Proc, Proc, Proc, Proc]:
-    """The edge as configured by default, its twin (``twin``), the a2a-sdk and the bare
+) -> tuple[Proc, Proc, Proc]:
+    """The edge, the a2a-sdk and the bare
     server at ``workers`` processes each, ready; each is stopped when ``stack`` closes."""
     edge = stack.enter_context(
         ctx.running(
             ctx.edge.serve(f"edge-get-w{workers}", db, ctx.run_dir, workers=workers, wait=False)
-        )
-    )
-    twin_edge = stack.enter_context(
-        ctx.running(
-            ctx.edge.serve(
-                f"edge-get-twin-w{workers}",
-                db,
-                ctx.run_dir,
-                workers=workers,
-                wait=False,
-                EDGE_IDLE_POLL_MICROSECONDS=twin().idle_poll_microseconds,
-            )
         )
     )
     sdk = stack.enter_context(
@@ -206,9 +170,9 @@ def _start_servers(
             )
         )
     )
-    for proc in (edge, twin_edge, sdk, bare):  # started side by side, then each awaited
+    for proc in (edge, sdk, bare):  # started side by side, then each awaited
         procs.wait_ready(proc)
-    return edge, twin_edge, sdk, bare
+    return edge, sdk, bare
 
 
 def _measure(
@@ -223,14 +187,13 @@ def _measure(
 ) -> tuple[str, dict[str, dict[int, HttpResult]]]:
     """The edge's method and every server's results at every concurrency, ``workers``
     processes each."""
-    # The four servers run side by side and take turns under load (Ctx.load_interleaved).
+    # The three servers run side by side and take turns under load (Ctx.load_interleaved).
     with contextlib.ExitStack() as stack:
-        edge, twin_edge, sdk, bare = _start_servers(ctx, stack, workers, db, sdk_db)
+        edge, sdk, bare = _start_servers(ctx, stack, workers, db, sdk_db)
         method = edge_method(ctx, edge, tokens[0])
         edge_pool = ctx.pool_file("edge-get", tokens, _bodies(TENANT, method, len(tokens)))
         targets = {
             "edge": (edge, edge_pool),
-            "twin": (twin_edge, edge_pool),
             "sdk": (sdk, ctx.pool_file("sdk-get", sdk_tokens, sdk_bodies)),
             "bare": (bare, ctx.pool_file("bare", ["bare"] * 1000, [wire.get_task("", "x")])),
         }
@@ -247,34 +210,28 @@ def _add_rows(
     for c in ctx.profile.concurrencies:
         tag = f"{workers}p c{c}"
         e, s, b = measured["edge"][c], measured["sdk"][c], measured["bare"][c]
-        n = measured["twin"][c]
         ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "a2a-sdk", s.rps, SDK_GOAL))
         ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", "bare", b.rps, BARE_GOAL))
-        ctx.report.add(rate_row(name, f"req/s {tag}", e.rps, "/s", twin().label, n.rps, None))
         for note in (
             binding_goal_note(tag, s.rps, b.rps),
             round_spread_note(tag, e, s, b),
-            steal_note(tag, {"edge": e, twin().label: n, "a2a-sdk": s, "bare": b}),
+            steal_note(tag, {"edge": e, "a2a-sdk": s, "bare": b}),
         ):
             if note is not None:
                 ctx.report.note(f"{name} {note}")
         ctx.report.add(latency_row(name, f"p50 {tag}", e.p50_ms, "ms", "a2a-sdk", s.p50_ms, None))
         ctx.report.add(latency_row(name, f"p99 {tag}", e.p99_ms, "ms", "a2a-sdk", s.p99_ms, None))
-        ctx.report.add(
-            latency_row(name, f"p50 {tag}", e.p50_ms, "ms", twin().label, n.p50_ms, None)
-        )
-        _add_cpu_rows(ctx, name, tag, e, s, b, n)
+        _add_cpu_rows(ctx, name, tag, e, s, b)
 
 
 def _add_cpu_rows(
-    ctx: Ctx, name: str, tag: str, e: HttpResult, s: HttpResult, b: HttpResult, n: HttpResult
+    ctx: Ctx, name: str, tag: str, e: HttpResult, s: HttpResult, b: HttpResult
 ) -> None:
-    # At c = 1 each server is busy most of the wall time (bench/README), so its CPU
-    # per request is what its latency is made of; against the edge without idle polling it is
-    # what the polling costs (or, beside the polled twin, saves).
+    # At c = 1 each server is busy most of the wall time, so its CPU per request is what its
+    # latency is made of.
     if e.cpu_us_per_request and s.cpu_us_per_request and b.cpu_us_per_request:
         metric = f"server CPU per request {tag}"
-        for base, other in (("a2a-sdk", s), ("bare", b), (twin().label, n)):
+        for base, other in (("a2a-sdk", s), ("bare", b)):
             if not other.cpu_us_per_request:
                 continue
             ctx.report.add(

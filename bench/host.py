@@ -25,8 +25,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.ops.host_idle import HostIdle
-
 
 def cpu_name(cpuinfo: str, fallback: str = "?") -> str:
     """``model name`` with the family and model numbers, e.g. ``AMD EPYC (family 26, model 2)``;
@@ -53,9 +51,12 @@ class IdleState:
 
     @classmethod
     def read(cls, sys_root: Path = Path("/sys")) -> IdleState:
-        # The edge's own reading, which also decides its default idle polling.
-        host = HostIdle.read(sys_root)
-        return cls(driver=host.driver, halt_poll_ns=host.guest_halt_poll_ns)
+        driver = _read(sys_root / "devices/system/cpu/cpuidle/current_driver")
+        poll = _read(sys_root / "module/haltpoll/parameters/guest_halt_poll_ns")
+        return cls(
+            driver=None if driver in (None, "", "none") else driver,
+            halt_poll_ns=int(poll) if poll is not None and poll.isdigit() else None,
+        )
 
     def describe(self) -> str:
         driver = f"cpuidle driver {self.driver}" if self.driver else "no cpuidle driver"
@@ -73,7 +74,7 @@ class IdleState:
         """The haltpoll driver with its polling set to 0: a setting of the guest's own that
         makes every idle wake-up a full halt (without a driver the guest halts too, but has
         no such setting to change)."""
-        return HostIdle(self.driver, self.halt_poll_ns).halts_at_once
+        return self.driver == "haltpoll" and self.halt_poll_ns == 0
 
     def note(self) -> str | None:
         if not self.polling_off:

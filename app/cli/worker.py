@@ -16,7 +16,6 @@ from app.errors import ConfigError
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
-    from app.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,19 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker.set_defaults(func=cmd_worker)
 
 
-def worker_settings(settings: Settings) -> Settings:
-    """A worker process's settings: idle polling off. Polling is for request latency
-    (app.ops.idle_poll) and a worker serves no requests; beside the edge on shared cores its
-    polling took CPU that PostgreSQL needed (benchmark 4 with two worker processes: 269 ->
-    229 turns/s, bench/ROUNDS.md round thirty-four)."""
-    return settings.model_copy(update={"idle_poll_microseconds": 0})
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     from app.ops.logging import configure_logging
     from app.services import build_services
 
-    settings = worker_settings(settings_or_exit())
+    settings = settings_or_exit()
     if args.concurrency is not None:
         if not 1 <= args.concurrency <= 1024:
             return fail("--concurrency must be between 1 and 1024")

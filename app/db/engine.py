@@ -22,7 +22,6 @@ from sqlalchemy.pool import NullPool
 
 from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
-from app.ops.idle_poll import ActivityHint
 
 _SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
 
@@ -54,7 +53,6 @@ class Database:
         *,
         pool_size: int = 10,
         echo: bool = False,
-        activity: ActivityHint | None = None,
     ) -> None:
         try:
             parsed = make_url(url)
@@ -88,7 +86,7 @@ class Database:
         # A quarter of the pool size (8 by default): measured on 2 cores, 8 connections
         # answered c = 16/64 faster than 4, 16 or 32, with a third of the p99 (bench/README).
         self.statement_pool: StatementPool | None = (
-            StatementPool(self._read_connect_args(), size=max(2, pool_size // 4), activity=activity)
+            StatementPool(self._read_connect_args(), size=max(2, pool_size // 4))
             if self.dialect == "postgresql"
             else None
         )

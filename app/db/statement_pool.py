@@ -28,16 +28,11 @@ from typing import Any, Literal
 
 import asyncpg
 
-from app.ops.idle_poll import ActivityHint
-
 
 class StatementPool:
-    def __init__(
-        self, connect_kwargs: dict[str, Any], size: int, *, activity: ActivityHint | None = None
-    ) -> None:
+    def __init__(self, connect_kwargs: dict[str, Any], size: int) -> None:
         self._connect_kwargs = connect_kwargs
         self._size = size
-        self._activity = activity
         self._idle: list[asyncpg.Connection] = []
         self._slots = asyncio.Semaphore(size)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -75,10 +70,6 @@ class StatementPool:
         self._bind()
         async with self._slots:
             conn = await self._checkout()
-            if self._activity is not None:
-                # The answer comes back within a round trip: poll for it rather than sleep
-                # (app.ops.idle_poll).
-                self._activity.expect()
             try:
                 if shape == "rows":
                     result = await conn.fetch(query, *args)

@@ -14,7 +14,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
-from app.ops.idle_poll import IdlePollers
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.rpc.dispatch import RpcDispatcher, RpcOutcome
 
@@ -32,30 +31,18 @@ class RpcEndpoint:
     Behaviour is the same: the dispatcher owns every answer, the body is bounded the same way.
     """
 
-    def __init__(self, dispatcher: RpcDispatcher, pollers: IdlePollers | None = None) -> None:
+    def __init__(self, dispatcher: RpcDispatcher) -> None:
         self._dispatcher = dispatcher
-        self._pollers = pollers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization, duplicate_authorization, version, declared = _read_headers(scope)
-        pollers = self._pollers
-        if pollers is not None:
-            pollers.in_flight.count += 1
-        try:
-            outcome = await self._dispatcher.handle(
-                authorization=authorization,
-                version=version,
-                read_body=_BodyReader(declared, receive).read,
-                duplicate_authorization=duplicate_authorization,
-            )
-        finally:
-            if pollers is not None:
-                pollers.in_flight.count -= 1
+        outcome = await self._dispatcher.handle(
+            authorization=authorization,
+            version=version,
+            read_body=_BodyReader(declared, receive).read,
+            duplicate_authorization=duplicate_authorization,
+        )
         await _send_outcome(send, outcome)
-        if pollers is not None:
-            # On a keep-alive connection the caller's next request often follows within tens
-            # of µs: poll for it rather than sleep (app.ops.idle_poll).
-            pollers.request.expect()
 
 
 def _read_headers(scope: Scope) -> tuple[str | None, bool, str | None, str | None]:
@@ -158,7 +145,7 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
     return [
         Route(
             settings.rpc_path,
-            RpcEndpoint(dispatcher, services.idle_pollers),
+            RpcEndpoint(dispatcher),
             methods=["POST"],
         ),
         Route(settings.jwks_path, jwks, methods=["GET"]),

@@ -52,28 +52,10 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
-        self._define_idle_poll(r)
         # labels() takes a lock and builds a key on every call; the hot path reuses the child
         # objects instead (label values come from bounded sets: method names, error reasons).
         self._rpc_counts: dict[tuple[str, str], Any] = {}
         self._rpc_timers: dict[str, Any] = {}
-
-    def _define_idle_poll(self, r: CollectorRegistry) -> None:
-        # Adaptive idle polling (app.ops.idle_poll): a window that ended with nothing arriving
-        # (ran out, or gave the CPU up to another task) was CPU spent polling, at most the
-        # window's length each.
-        self.idle_poll_runouts = Counter(
-            "edge_idle_poll_runouts_total",
-            "Idle-poll windows that ended with nothing arriving (each cost at most the window)",
-            ["wait"],
-            registry=r,
-        )
-        self.idle_poll_window = Gauge(
-            "edge_idle_poll_window_seconds",
-            "Current adaptive idle-poll window (0 when polling is off or has shrunk away)",
-            ["wait"],
-            registry=r,
-        )
 
     # RpcObserver role (app.rpc.dispatch)
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None:
@@ -94,12 +76,6 @@ class Metrics:
 
     def jwks_fetched(self, result: str) -> None:
         self.jwks_fetches.labels(result).inc()
-
-    # IdlePollObserver role (app.ops.idle_poll)
-    def idle_poll_ran_out(self, wait: str, window_seconds: float) -> None:
-        # ``wait`` is one of two fixed names (app.ops.idle_poll.IdlePollers).
-        self.idle_poll_runouts.labels(wait).inc()
-        self.idle_poll_window.labels(wait).set(window_seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.b2_gettask import binding_goal_note, round_spread_note, steal_note, twin
+from bench.b2_gettask import binding_goal_note, round_spread_note, steal_note
 from bench.loadgen import HttpResult, write_pool
 from bench.procs import cpu_seconds_of, postgres_cpu_seconds
 from bench.profile import _finish_py_spy
@@ -212,12 +212,7 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         baselines = {r["baseline"] for r in rows if r["goal"] is not None}
         assert baselines == {"a2a-sdk", "bare"}
         cpu = [r for r in rows if str(r["metric"]).startswith("server CPU per request")]
-        assert {r["baseline"] for r in cpu} == {"a2a-sdk", "bare", twin().label}, rows
-        # What this host's default idle polling buys or saves, in every run, against the edge
-        # set the other way.
-        other = [r for r in rows if r["baseline"] == twin().label]
-        assert {str(r["metric"]).split()[0] for r in other} == {"req/s", "p50", "server"}, rows
-        assert all(r["goal"] is None and r["ratio"] > 0 for r in other), rows
+        assert {r["baseline"] for r in cpu} == {"a2a-sdk", "bare"}, rows
         trips = [r for r in rows if str(r["metric"]).startswith("PostgreSQL round trip c1")]
         assert len(trips) == 2 and all(r["value"] > 0 for r in trips), rows
     if number == "4":
