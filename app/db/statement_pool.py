@@ -6,11 +6,12 @@ lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
 claim's short transaction.
 
 Why not the SQLAlchemy pool: a checkout and return through ``AsyncEngine.connect`` (greenlet
-hop, pool events, reset-on-return) costs ~95 µs of CPU around a ~20 µs ``fetchval``, and
-asyncpg's own pool resets every connection on release (one more round trip). A statement that
-runs alone in autocommit leaves no session state behind (no transaction, no ``SET``, no
-``LISTEN``), so a returned connection needs no reset. asyncpg prepares each statement once per
-connection and reuses it (its statement cache, ``statement_cache_size``).
+hop, pool events, reset-on-return) costs several times the CPU of the statement itself. Why not
+asyncpg's own pool, even with its reset on release turned off (``reset=``): measured slower on
+this statement shape at every concurrency (``bench/pool_compare.py``,
+``bench/results/statement-pool.md``). A statement that runs alone in autocommit leaves no
+session state behind (no transaction, no ``SET``, no ``LISTEN``), so a returned connection
+needs no reset. asyncpg prepares each statement once per connection and reuses it.
 
 A single statement is its own transaction: it holds row locks only while it runs, so these
 units need none of ``locking_transaction``'s idle-in-transaction guard.
@@ -65,8 +66,8 @@ class StatementPool:
     async def _run(
         self, shape: Literal["value", "row", "rows"], query: str, args: tuple[Any, ...]
     ) -> Any:
-        # The same checkout and return as ``connection()``, written out: the generator-based
-        # context manager cost ~4 % of a verified GetTask's CPU at concurrency 1 (bench/README).
+        # The same checkout and return as ``connection()``, written out: the hot path avoids
+        # the generator-based context manager's overhead.
         self._bind()
         async with self._slots:
             conn = await self._checkout()
