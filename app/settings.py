@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     )
     # Connections kept open per process (PostgreSQL); opened on demand, so a large value costs
     # nothing idle. Sized for the expected concurrency: beyond it, overflow connections are
-    # opened and closed per burst, which measured as 5-25 % of a GetTask's CPU (bench/README).
+    # opened and closed per burst, which costs a measurable share of a GetTask's CPU.
     db_pool_size: int = Field(default=32, ge=1, le=1000)
 
     # --- wire --------------------------------------------------------------------------------

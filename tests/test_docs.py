@@ -51,6 +51,11 @@ def _manual() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
 
 
+def _linked_docs() -> list[Path]:
+    # The manual, and the folder READMEs that point into it.
+    return [*_manual(), ROOT / "bench" / "README.md", ROOT / "deploy" / "README.md"]
+
+
 def _env_names() -> list[str]:
     """Each field's variable: its alias, or the class's env_prefix + the field name."""
     prefix = str(Settings.model_config.get("env_prefix", ""))
@@ -106,7 +111,7 @@ def test_readme_links_every_doc() -> None:
 
 def test_every_relative_link_resolves_inside_the_repository() -> None:
     broken = []
-    for doc in _manual():
+    for doc in _linked_docs():
         body = FENCE.sub("", _text(doc))
         for target in LINK.findall(body):
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...

@@ -1,5 +1,5 @@
 """The ``scripted`` agent: deterministic behaviour driven by the message (tests, conformance,
-demos). Grammar (copied into the README):
+demos). Grammar (also in docs/tenants-and-agents.md):
 
 The script is the first text part of the task's first message, one directive per line
 (surrounding blanks ignored, empty lines skipped). Keywords are lower case.

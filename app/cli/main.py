@@ -13,7 +13,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="looping-edge",
         description="Multi-tenant, zero-trust A2A gateway edge. Configuration comes from the "
-        "environment (see README: A2A_SIGNING_KEY, GATEWAY_ORIGINS, PUBLIC_URL, DATABASE_URL).",
+        "environment (see docs/configuration.md: A2A_SIGNING_KEY, GATEWAY_ORIGINS, PUBLIC_URL, "
+        "DATABASE_URL).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve.register(sub)

@@ -77,8 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # come from PUBLIC_URL only (CONTRACT §2).
         proxy_headers=False,
         # Named, not "auto": the C parser and loop are part of the measured configuration
-        # (uvicorn[standard] installs both; bench/README). A silent fallback to h11/asyncio
-        # would cost a third of the throughput.
+        # (uvicorn[standard] installs both). A silent fallback to h11/asyncio would cost a
+        # large share of the throughput.
         http="httptools",
         loop="uvloop",
         server_header=False,

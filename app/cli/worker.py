@@ -46,9 +46,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(exc.message, EXIT_CONFIG)
     configure_logging(settings.log_level, json_logs=settings.log_json)
-    # The same event loop as ``serve`` (uvloop). A worker is mostly database round trips; its
-    # profile showed asyncio's socket writes at ~10 % of samples, though benchmark 4 moved
-    # within noise (bench/README): kept so both commands run on one kind of loop.
+    # The same event loop as ``serve`` (uvloop). A worker is mostly database round trips, and
+    # asyncio's socket writes showed in its profile, though the turn benchmark did not move:
+    # kept so both commands run on one kind of loop.
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(_run(services))
 
