@@ -30,9 +30,9 @@ from app.errors import (
 from app.rpc.context import MethodTable, RpcCall
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.responses import encode, failure, success_body
-from app.rpc.text import shown
 from app.security.caller import CallerScope, VerifiedCaller
 from app.tenants.registry import TenantRecord
+from app.text import shown
 
 log = logging.getLogger("looping_edge.rpc")
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from app import text
 from app.errors import InvalidParams, InvalidRequest, ParseError
-from app.rpc import text
 
 RequestId = str | int | None
 
@@ -70,7 +70,7 @@ def parse_request(body: bytes) -> JsonRpcRequest:
 
 
 def _check_text(request_id: RequestId, method: str, params: dict[str, Any]) -> None:
-    """Refuse text that is not valid Unicode or holds U+0000 (``app.rpc.text``)."""
+    """Refuse text that is not valid Unicode or holds U+0000 (``app.text``)."""
     rule = "must be valid Unicode text without U+0000"
     if isinstance(request_id, str) and not text.is_clean(request_id):
         raise EnvelopeError(InvalidRequest(f"id {rule}"))

@@ -29,7 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.engine import Database
 from app.db.models import ActorRow, TaskRow, TurnRow
 from app.errors import InvalidParams, TaskNotFound, UnsupportedOperation
-from app.rpc.text import shown
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.accept_pg import accept_new_pg
@@ -38,6 +37,7 @@ from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import append_history, insert_for, is_sqlite, load_task
 from app.tasks.send_params import SendRequest
 from app.tasks.wire import status_doc, utcnow
+from app.text import shown
 
 NOTIFY_CHANNEL = "looping_turns"
 

@@ -15,11 +15,11 @@ from app.db.engine import Database
 from app.db.models import TaskRow, TurnRow
 from app.errors import TaskNotCancelable, TaskNotFound
 from app.push.outbox import cancel_undelivered
-from app.rpc.text import shown
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.repository import load_history, load_task
 from app.tasks.wire import status_doc, task_doc, utcnow
+from app.text import shown
 
 
 class TaskCanceller:

@@ -12,8 +12,8 @@ import json
 from datetime import datetime
 
 from app.errors import InvalidParams
-from app.rpc.text import is_clean
 from app.tasks.wire import as_utc
+from app.text import is_clean
 
 
 def encode_cursor(created_at: datetime, task_id: str) -> str:

@@ -27,11 +27,11 @@ from app.db.models import PushConfigRow, PushOutboxRow
 from app.errors import InvalidParams, TaskNotFound
 from app.push.outbox import CANCELED as OUTBOX_CANCELED
 from app.push.outbox import PENDING as OUTBOX_PENDING
-from app.rpc.text import is_clean, shown
 from app.security.caller import CallerScope
 from app.security.origins import OriginAllowlist, OriginError, parse_url
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import insert_for, load_task
+from app.text import is_clean, shown
 
 MAX_CONFIG_ID = 128
 MAX_CONFIGS_PER_TASK = 10  # each push of the task goes to every one of them

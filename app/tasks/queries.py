@@ -18,7 +18,6 @@ from app.db.engine import Database
 from app.db.models import TaskRow
 from app.errors import InvalidParams, TaskNotFound
 from app.rpc.responses import RawJson
-from app.rpc.text import shown
 from app.security.caller import CallerScope
 from app.tasks.batched_reads import GetTaskBatcher
 from app.tasks.cursor import decode_cursor, encode_cursor
@@ -26,6 +25,7 @@ from app.tasks.list_pg import list_page
 from app.tasks.list_query import MAX_PAGE_SIZE, ListQuery
 from app.tasks.repository import load_history, load_task
 from app.tasks.wire import task_doc
+from app.text import shown
 
 
 class TaskQueries:

@@ -25,7 +25,6 @@ from app.db.engine import Database
 from app.db.models import TaskRow
 from app.errors import TaskNotFound
 from app.push.outbox import enqueue_push
-from app.rpc.text import shown
 from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
@@ -41,6 +40,7 @@ from app.tasks.turn_writes_pg import (
     snapshot_pg,
 )
 from app.tasks.wire import agent_message, normalise, status_doc, task_doc, utcnow
+from app.text import shown
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from app.rpc.text import finite_float, finite_int, first_bad_text, refuse_constant, shown
+from app.text import finite_float, finite_int, first_bad_text, refuse_constant, shown
 
 TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
 _TENANT_ID = re.compile(TENANT_ID_RE)

@@ -26,10 +26,10 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
 )
-from app.rpc.text import first_bad_text
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.tasks.wire import normalise
+from app.text import first_bad_text
 from app.worker.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.worker.watch import TurnWatch
 

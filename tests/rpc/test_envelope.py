@@ -7,7 +7,7 @@ import pytest
 from app.errors import InvalidRequest, ParseError
 from app.rpc.envelope import EnvelopeError, parse_request
 from app.rpc.responses import failure, success
-from app.rpc.text import first_bad_text
+from app.text import first_bad_text
 
 
 def test_valid_request_parses() -> None:

@@ -1,4 +1,4 @@
-"""Text and numbers a request may carry (app/rpc/text.py, app/rpc/envelope.py), over the
+"""Text and numbers a request may carry (app/text.py, app/rpc/envelope.py), over the
 real app on both backends: unpaired surrogates and U+0000 are refused with a JSON-RPC error
 naming the member (they were a 500, or a -32603 the gateway would retry, on PostgreSQL);
 NaN and Infinity are not JSON (-32700); a surrogate *pair* is ordinary text."""
