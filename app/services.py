@@ -17,7 +17,6 @@ from app.security.keys import SigningKey
 from app.security.token import GatewayTokenVerifier
 from app.settings import Settings
 from app.tenants.registry import TenantDirectory, TenantStore
-from app.worker.wakeup import Wakeup
 
 log = logging.getLogger("looping.edge")
 
@@ -43,7 +42,6 @@ class EdgeServices:
     readiness: Readiness
     gateway_client: httpx.AsyncClient
     background: list[BackgroundService] = field(default_factory=list)
-    wakeup: Wakeup = field(default_factory=Wakeup)
 
     async def aclose(self) -> None:
         await self.gateway_client.aclose()

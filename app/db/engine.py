@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import NullPool
 
+from app.db.signals import Signals
 from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
 
@@ -90,6 +91,10 @@ class Database:
             if self.dialect == "postgresql"
             else None
         )
+        # Wake-ups of queued turns and pushes; NOTIFY/LISTEN only where several processes
+        # share the database (app/db/signals.py).
+        shared = self.dialect == "postgresql"
+        self.signals = Signals(url if shared else None, self._notify if shared else None)
 
     def _driver_connect_args(self) -> dict[str, Any]:
         """asyncpg.connect() arguments for the same URL, as SQLAlchemy's dialect builds them."""
@@ -118,6 +123,10 @@ class Database:
         settings.update(_PAUSED_SESSION_LIMIT)
         kwargs["server_settings"] = settings
         return kwargs
+
+    async def _notify(self, channel: str) -> None:
+        async with self.transaction() as session:
+            await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
     @property
     def is_sqlite(self) -> bool:

@@ -24,12 +24,11 @@ from datetime import datetime
 import httpx
 
 from app.db.engine import Database
+from app.db.signals import Wakeup
 from app.ops.metrics import Metrics
-from app.push.listen import listen_forever
 from app.push.policy import Decision, RetryPolicy, Verdict
 from app.push.sender import PushSender
 from app.push.store import ClaimedPush, OutboxStore
-from app.push.wakeup import WakeSignal, subscribe
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ class PushDeliverer:
         self._metrics = metrics
         self._config = config
         self._client = client  # closed on stop when given (the deliverer owns it)
-        self._wake = WakeSignal()
+        self._wake = Wakeup()
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
@@ -86,18 +85,19 @@ class PushDeliverer:
 
         def wake_threadsafe() -> None:
             with contextlib.suppress(RuntimeError):  # loop already closed at shutdown
-                loop.call_soon_threadsafe(self._wake.set)
+                loop.call_soon_threadsafe(self._wake.notify)
 
-        self._unsubscribe.append(subscribe(wake_threadsafe, self._has_room))
-        if self._config.listen and not self._db.is_sqlite:
+        pushes = self._db.signals.pushes
+        self._unsubscribe.append(pushes.subscribe(wake_threadsafe, self._has_room))
+        if self._config.listen:
             self._listen_task = asyncio.create_task(
-                listen_forever(self._db, self._wake.set), name="push-listen"
+                pushes.listen(self._wake.notify), name="push-listen"
             )
         self._loop_task = asyncio.create_task(self._run(), name="push-deliverer")
 
     async def stop(self) -> None:
         self._stopping = True
-        self._wake.set()
+        self._wake.notify()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
@@ -118,10 +118,10 @@ class PushDeliverer:
             await self._client.aclose()
 
     def wake(self) -> None:
-        self._wake.set()
+        self._wake.notify()
 
     def _has_room(self) -> bool:
-        """A free slot: a wake-up now makes this deliverer claim (``wakeup.local_room``)."""
+        """A free slot: a wake-up now makes this deliverer claim (``WakeChannel.local_room``)."""
         return not self._stopping and len(self._inflight) < self._config.concurrency
 
     # --- the loop ------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ class PushDeliverer:
 
         def done(finished: asyncio.Task[None]) -> None:
             self._inflight.discard(finished)
-            self._wake.set()
+            self._wake.notify()
 
         task.add_done_callback(done)
 

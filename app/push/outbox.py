@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from app.db.models import PushConfigRow, PushOutboxRow
-from app.push.wakeup import notify_local, remote_channel
+from app.db.signals import WakeChannel
 from app.security.caller import CallerScope
 
 PushKind = Literal["progress", "final"]
@@ -26,6 +26,7 @@ _WAKE_KEY = "looping_push_wake"
 
 async def enqueue_push(
     session: AsyncSession,
+    wake: WakeChannel,
     *,
     scope: CallerScope,
     task_id: str,
@@ -35,7 +36,8 @@ async def enqueue_push(
 ) -> int:
     """Queue ``payload`` (a protobuf-JSON ``StreamResponse``) for every push config of the task.
 
-    Returns the number of rows written (0 when the task has no push config).
+    Returns the number of rows written (0 when the task has no push config). ``wake``: the
+    deliverers' channel of the storage ``session`` belongs to, woken at commit.
     """
     configs = (
         (
@@ -66,23 +68,23 @@ async def enqueue_push(
         )
     await session.flush()
     if configs:
-        await _wake_on_commit(session)
+        await _wake_on_commit(session, wake)
     return len(configs)
 
 
-async def _wake_on_commit(session: AsyncSession) -> None:
+async def _wake_on_commit(session: AsyncSession, wake: WakeChannel) -> None:
     """Wake deliverers once this transaction commits (never before: the row must be visible)."""
     if session.info.get(_WAKE_KEY):
         return
     session.info[_WAKE_KEY] = True
-    channel = remote_channel()
-    if channel is not None and session.get_bind().dialect.name == "postgresql":
+    channel = wake.remote_channel()
+    if channel is not None:
         # NOTIFY is transactional: delivered to listeners at commit, dropped on rollback.
         await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
     def after_commit(sync_session: Session) -> None:
         sync_session.info.pop(_WAKE_KEY, None)
-        notify_local()
+        wake.notify_local()
 
     def after_rollback(sync_session: Session, _previous: object) -> None:
         sync_session.info.pop(_WAKE_KEY, None)

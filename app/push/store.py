@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, text, update
+from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -35,7 +35,6 @@ from app.db.models import PushConfigRow, PushOutboxRow
 from app.push.outbox import CANCELED, DEAD, DELIVERED, PENDING
 from app.push.policy import Decision, Verdict
 from app.push.store_pg import Checked, claim_pg, payload_of, record_pg, still_ours_pg
-from app.push.wakeup import CHANNEL, notify_local
 
 # pg_advisory_xact_lock key for the claim step ("lp_claim" as an int64).
 _CLAIM_LOCK_KEY = 0x6C705F636C61696D
@@ -309,7 +308,4 @@ class OutboxStore:
 
 async def wake_deliverers(db: Database) -> None:
     """Wake deliverers in every process (after a replay, for instance)."""
-    if not db.is_sqlite:
-        async with db.transaction() as session:
-            await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
-    notify_local()
+    await db.signals.pushes.notify_everyone()

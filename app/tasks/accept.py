@@ -18,7 +18,7 @@ random suffix: every message starts a new turn (some test clients reuse message 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,18 +28,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Database
 from app.db.models import ActorRow, TaskRow, TurnRow
+from app.db.signals import WakeChannel
 from app.errors import InvalidParams, TaskNotFound, UnsupportedOperation
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.accept_pg import accept_new_pg
 from app.tasks.push_configs import store_push_config
 from app.tasks.push_secrets import PushSecrets
-from app.tasks.repository import append_history, insert_for, is_sqlite, load_task
+from app.tasks.repository import append_history, insert_for, load_task
 from app.tasks.send_params import SendRequest
 from app.tasks.wire import status_doc, utcnow
 from app.text import shown
-
-NOTIFY_CHANNEL = "looping_turns"
 
 
 @dataclass(frozen=True)
@@ -55,23 +54,12 @@ class Accepted:
 
 
 class Acceptor:
-    def __init__(
-        self,
-        db: Database,
-        secrets: PushSecrets,
-        *,
-        wake: Callable[[], None] | None = None,
-        local_room: Callable[[], bool] | None = None,
-    ) -> None:
+    def __init__(self, db: Database, secrets: PushSecrets) -> None:
         self._db = db
         self._secrets = secrets
-        self._wake = wake
-        self._local_room = local_room
-
-    def _wakes_others(self) -> bool:
-        """Whether the accept sends ``NOTIFY``: not when this process's own worker has a free
-        slot, which ``wake`` reaches (``app.worker.wakeup``)."""
-        return self._wake is None or self._local_room is None or not self._local_room()
+        # This process's workers are woken after the commit; the others by a NOTIFY only
+        # when none of ours has a free slot (``app.db.signals``).
+        self._turns: WakeChannel = db.signals.turns
 
     async def accept(
         self,
@@ -84,12 +72,11 @@ class Acceptor:
         """``identity`` (the verified identity claim) travels in the turn payload for the
         agent; it is not part of the idempotency hash (the key already scopes by identity)."""
         turn = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
-        others = self._wakes_others()
+        channel = self._turns.remote_channel()
         if request.task_id is None and not self._db.is_sqlite:
-            fast = await self._start_pg(scope, request, turn, others=others)
+            fast = await self._start_pg(scope, request, turn, channel=channel)
             if fast is not None:
-                if self._wake is not None:
-                    self._wake()
+                self._turns.notify_local()
                 return fast
             # The key is taken: the ORM path below finds the twin and answers with its task.
         async with self._db.transaction() as session:
@@ -97,19 +84,17 @@ class Acceptor:
                 accepted = await self._start(session, scope, request, turn)
             else:
                 accepted = await self._resume(session, scope, request, turn)
-            if accepted.created and others and not is_sqlite(session):
+            if accepted.created and channel is not None:
                 # Delivered to LISTENers at commit, never for a rolled-back accept.
-                await session.execute(
-                    text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL}
-                )
-        if accepted.created and self._wake is not None:
-            self._wake()
+                await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
+        if accepted.created:
+            self._turns.notify_local()
         return accepted
 
     # --- the two kinds of accept --------------------------------------------------------------
 
     async def _start_pg(
-        self, scope: CallerScope, request: SendRequest, turn: _TurnSpec, *, others: bool
+        self, scope: CallerScope, request: SendRequest, turn: _TurnSpec, *, channel: str | None
     ) -> Accepted | None:
         now = utcnow()
         task_id = str(uuid.uuid4())
@@ -126,7 +111,7 @@ class Acceptor:
             payload=_turn_payload(request, task_id, turn),
             status=status,
             now=now,
-            channel=NOTIFY_CHANNEL if others else None,
+            channel=channel,
         )
         if not created:
             return None

@@ -16,7 +16,7 @@ back first); nothing else is written and the caller falls back to the ORM path, 
 the twin's task. The new task's first history message is ``seq = 1`` (the task id is fresh,
 so there is nothing to count), and its push config is a plain insert for the same reason.
 ``pg_notify`` runs only when the turn row came back and a channel is given (not when this
-process's own worker takes the turn: ``app.worker.wakeup``), and Postgres delivers it at commit.
+process's own worker takes the turn: ``app.db.signals``), and Postgres delivers it at commit.
 """
 
 from __future__ import annotations

@@ -71,12 +71,7 @@ class TaskMethods:
         self._allowlist = settings.allowlist
         self._blocking_seconds = settings.blocking_timeout_seconds
         secrets = PushSecrets.from_settings(settings, services.key)
-        # In-process wake-up of this process's worker; on Postgres NOTIFY reaches the others
-        # when that worker has no free slot (or there is none here).
-        wakeup = services.wakeup
-        self._acceptor = Acceptor(
-            services.db, secrets, wake=wakeup.notify, local_room=wakeup.local_room
-        )
+        self._acceptor = Acceptor(services.db, secrets)
         history = settings.default_history_length
         self._queries = TaskQueries(services.db, default_history_length=history)
         self._canceller = TaskCanceller(services.db, default_history_length=history)

@@ -127,6 +127,7 @@ class TurnWrites:
             payload = {"task": {"id": task_id, "contextId": context_id, "status": status}}
             await enqueue_push(
                 session,
+                self._db.signals.pushes,
                 scope=scope,
                 task_id=task_id,
                 kind="progress",
@@ -166,7 +167,10 @@ class TurnWrites:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
         if self._db.statement_pool is not None:
             pool = self._db.statement_pool
-            return await finish_pg(pool, scope, task_id, fence, outcome, known, settle)
+            pushes = self._db.signals.pushes
+            return await finish_pg(
+                pool, scope, task_id, fence, outcome, known, settle, pushes=pushes
+            )
         return Finished(applied=await self._finish_orm(scope, task_id, fence, outcome))
 
     async def _finish_orm(
@@ -228,6 +232,7 @@ class TurnWrites:
             task["artifacts"] = artifacts
         await enqueue_push(
             session,
+            self._db.signals.pushes,
             scope=scope,
             task_id=row.id,
             kind="final",

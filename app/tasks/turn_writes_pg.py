@@ -27,8 +27,8 @@ from typing import Any
 
 from a2a.types import Artifact
 
+from app.db.signals import WakeChannel
 from app.db.statement_pool import StatementPool
-from app.push.wakeup import notify_local, remote_channel
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
@@ -210,11 +210,15 @@ async def finish_pg(
     outcome: TurnOutcome,
     known: KnownTask | None = None,
     settle: SettleTurn | None = None,
+    *,
+    pushes: WakeChannel,
 ) -> Finished:
     # As the ORM path: the host's final FAILED may land before WORKING, nothing else may.
     allowed = states.RUNNABLE if outcome.state == states.FAILED else states.WORKING_ONLY
     if known is not None:
-        done = await _write_outcome(pool, scope, task_id, fence, outcome, allowed, known, settle)
+        done = await _write_outcome(
+            pool, scope, task_id, fence, outcome, allowed, known, settle, pushes
+        )
         if done.applied:
             return done  # one round trip instead of two (bench/ROUNDS.md, round seven)
     row = await pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
@@ -226,7 +230,7 @@ async def finish_pg(
     if state not in allowed:
         return _REFUSED
     read = KnownTask(version, next_seq, context_id, json.loads(artifacts_text or "[]"))
-    return await _write_outcome(pool, scope, task_id, fence, outcome, allowed, read, settle)
+    return await _write_outcome(pool, scope, task_id, fence, outcome, allowed, read, settle, pushes)
 
 
 def _settle_params(settle: SettleTurn | None) -> tuple[bool, int, str, str | None]:
@@ -245,6 +249,7 @@ async def _write_outcome(
     allowed: frozenset[str],
     basis: KnownTask,
     settle: SettleTurn | None,
+    pushes: WakeChannel,
 ) -> Finished:
     """The guarded write of ``finish`` on what ``basis`` says the task is."""
     context_id, version, next_seq = basis.context_id, basis.version, basis.next_seq
@@ -277,13 +282,14 @@ async def _write_outcome(
         None if message is None else _json(message),
         key,
         _json({"task": task}),
-        remote_channel(),
+        pushes.remote_channel(),
         *_settle_params(settle),
         list(states.UNFINISHED_TURNS),
     )
     if written is None or written["applied"] != 1:
         return _REFUSED
     if written["pushes"]:
-        notify_local()  # this process's deliverers; others hear the NOTIFY, if sent, at commit
+        # This process's deliverers; the others hear the NOTIFY, if sent, at commit.
+        pushes.notify_local()
     settled = written["settled"] == 1
     return Finished(applied=True, settled=settled, next_head=written if settled else None)

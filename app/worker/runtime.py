@@ -37,7 +37,6 @@ def build_worker(
         db=db,
         settings=settings,
         runner=runner,
-        wakeup=services.wakeup,
         owner=owner,
         concurrency=concurrency,
         sqlite_lock=SqliteWorkerLock(lock_path) if lock_path is not None else None,

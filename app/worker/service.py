@@ -2,9 +2,9 @@
 
 - Claim loop: claims up to ``worker_concurrency`` identities with due work, each with its head
   turn (``mailbox.claim_with_heads``), and starts one drain task per identity; waits for a
-  wake-up (``Wakeup``: accept's in-process hook, the Postgres ``LISTEN`` connection, a
-  finished drain) or ``poll_seconds`` (the fallback that also works through PgBouncer and
-  picks up retries whose backoff has passed).
+  wake-up (``app.db.signals``: accept's in-process wake-up, the ``LISTEN`` connection on
+  PostgreSQL, a finished drain) or ``poll_seconds`` (the fallback that also works through
+  PgBouncer and picks up retries whose backoff has passed).
 - Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
 - Lease keeper: heartbeats and cancel checks (``app.worker.keeper``).
 - Retention: ``app.tasks.retention.purge_expired`` about every hour (CONTRACT §6).
@@ -23,18 +23,18 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Callable
 
 from app.db.engine import Database
+from app.db.signals import Wakeup
 from app.settings import Settings
 from app.tasks.retention import purge_expired
 from app.tasks.states import TURN_DEAD
 from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
 from app.worker.lease import Lease, release
-from app.worker.listener import TurnListener
 from app.worker.runner import TurnRunner, Verdict, backoff_seconds
 from app.worker.single import SqliteWorkerLock
-from app.worker.wakeup import Wakeup
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
@@ -60,7 +60,6 @@ class TurnWorker:
         db: Database,
         settings: Settings,
         runner: TurnRunner,
-        wakeup: Wakeup,
         owner: str,
         concurrency: int | None = None,
         sqlite_lock: SqliteWorkerLock | None = None,
@@ -71,7 +70,8 @@ class TurnWorker:
         self.runner = runner
         self.owner = owner
         self.concurrency = concurrency or settings.worker_concurrency
-        self._wakeup = wakeup
+        self._wakeup = Wakeup()
+        self._unsubscribe: Callable[[], None] | None = None
         self._keeper = LeaseKeeper(
             db.url,
             lease_seconds=settings.lease_seconds,
@@ -92,18 +92,20 @@ class TurnWorker:
         if self._sqlite_lock is not None:
             self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
         self._stopping = False
-        self._wakeup.offer_room(self._has_room)
+        turns = self.db.signals.turns
+        self._unsubscribe = turns.subscribe(self._wakeup.notify, self._has_room)
         self._claimer = asyncio.create_task(self._claim_loop(), name="worker-claim")
         self._keeper.start()
         self._loops.append(asyncio.create_task(self._retention_loop(), name="worker-retention"))
-        if not self.db.is_sqlite:
-            listener = TurnListener(self.db.url, self._wakeup.notify)
-            self._loops.append(asyncio.create_task(listener.run(), name="worker-listen"))
+        listen = turns.listen(self._wakeup.notify)
+        self._loops.append(asyncio.create_task(listen, name="worker-listen"))
         log.info("worker.started", extra={"worker": self.owner})
 
     async def stop(self) -> None:
         self._stopping = True
-        self._wakeup.offer_room(None)  # turns accepted from now on wake the other processes
+        if self._unsubscribe is not None:
+            self._unsubscribe()  # turns accepted from now on wake the other processes
+            self._unsubscribe = None
         self._wakeup.notify()
         # The claim loop and the keeper are asked to stop, not cancelled, so no database call
         # is abandoned half-way (cancelling one leaves the driver with work for a dead loop).
@@ -130,7 +132,7 @@ class TurnWorker:
     # --- claiming ---------------------------------------------------------------------------
 
     def _has_room(self) -> bool:
-        """A free slot: a wake-up now makes this worker claim (``Wakeup.local_room``)."""
+        """A free slot: a wake-up now makes this worker claim (``WakeChannel.local_room``)."""
         return not self._stopping and len(self._drains) < self.concurrency
 
     async def _claim_loop(self) -> None:

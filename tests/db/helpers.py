@@ -11,8 +11,8 @@ from typing import Any
 import asyncpg
 import pytest
 
+from app.db.postgres.listen import asyncpg_dsn
 from app.db.statement_pool import StatementPool
-from app.worker.listener import asyncpg_dsn
 
 
 def record_statements(monkeypatch: pytest.MonkeyPatch, pool: StatementPool) -> list[str]:

@@ -123,6 +123,7 @@ class PushRig:
         async with self.db.transaction() as s:
             written = await enqueue_push(
                 s,
+                self.db.signals.pushes,
                 scope=scope,
                 task_id=task_id,
                 kind=kind,  # type: ignore[arg-type]

@@ -330,7 +330,13 @@ async def test_a_payload_without_a_deterministic_message_id_is_never_sent(rig: P
             ("s4", foreign_task),
         ):
             await enqueue_push(
-                s, scope=SCOPE, task_id="t1", kind="progress", message_key=key, payload=body
+                s,
+                rig.db.signals.pushes,
+                scope=SCOPE,
+                task_id="t1",
+                kind="progress",
+                message_key=key,
+                payload=body,
             )
     await rig.queue("t1", "final", kind="final", state="TASK_STATE_COMPLETED")
     await rig.start()

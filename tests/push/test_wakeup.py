@@ -1,5 +1,6 @@
-"""Wake-ups: a committed outbox row wakes the deliverer at once (in process, and by NOTIFY on
-PostgreSQL when no deliverer of this process has a free slot); polling stays the fallback.
+"""Wake-ups (``app.db.signals``): a committed outbox row wakes the deliverer at once (in
+process, and by NOTIFY on PostgreSQL when no deliverer of this process has a free slot);
+polling stays the fallback.
 Graceful stop lets an attempt on the wire finish."""
 
 from __future__ import annotations
@@ -7,10 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from app.db.engine import Database
-from app.push import wakeup
-from app.push.listen import listen_forever
-from app.push.wakeup import CHANNEL
-from app.tasks.accept import NOTIFY_CHANNEL
+from app.db.signals import PUSH_CHANNEL as CHANNEL
+from app.db.signals import TURNS_CHANNEL as NOTIFY_CHANNEL
 from app.testing.push_receiver import hang
 from tests.db.helpers import notifications
 from tests.push.conftest import PushRig, edge_and_receiver, send
@@ -37,6 +36,7 @@ async def test_a_rolled_back_enqueue_queues_nothing(rig: PushRig) -> None:
         async with rig.db.transaction() as s:
             await enqueue_push(
                 s,
+                rig.db.signals.pushes,
                 scope=SCOPE,
                 task_id="t1",
                 kind="final",
@@ -54,7 +54,7 @@ async def test_listen_hears_notify_from_another_connection(pg_url: str) -> None:
 
     db = Database(pg_url)
     heard = asyncio.Event()
-    task = asyncio.create_task(listen_forever(db, heard.set))
+    task = asyncio.create_task(db.signals.pushes.listen(heard.set))
     try:
         await asyncio.wait_for(heard.wait(), 5)  # woken once on connect
         heard.clear()
@@ -84,6 +84,7 @@ async def test_stop_lets_the_attempt_on_the_wire_finish(rig: PushRig) -> None:
 
 
 async def test_a_deliverer_offers_room_while_it_has_a_free_slot(rig: PushRig) -> None:
+    wakeup = rig.db.signals.pushes
     assert not wakeup.local_room()
     await rig.add_config("t1")
     rig.rx.fault = hang(0.5)

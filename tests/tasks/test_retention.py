@@ -13,12 +13,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.engine import Database
 from app.db.models import PushConfigRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.postgres.listen import asyncpg_dsn as _asyncpg_dsn
 from app.settings import Settings, load_settings
 from app.tasks import states
 from app.tasks.cancel import TaskCanceller
 from app.tasks.retention import purge_expired
 from app.tasks.wire import utcnow
-from app.worker.listener import asyncpg_dsn as _asyncpg_dsn
 from tests.db.helpers import plan_nodes
 from tests.tasks.conftest import GATEWAY, SCOPE, accept, count
 

@@ -15,11 +15,11 @@ from sqlalchemy import update
 from app.agents.contract import AgentReply, AgentResult, TurnContext
 from app.agents.registry import default_registry
 from app.db.models import ActorRow
+from app.db.signals import Wakeup
 from app.errors import ConfigError
 from app.tasks import states
 from app.testing.edge import EdgeHarness, edge_harness
 from app.worker.runtime import build_worker
-from app.worker.wakeup import Wakeup
 from tests.worker.helpers import actor, eventually, outbox, reached, send, settled_turn, turns
 
 

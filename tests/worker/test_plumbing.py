@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from app.db.postgres.listen import asyncpg_dsn
 from app.errors import ConfigError
 from app.settings import load_settings
-from app.worker.listener import asyncpg_dsn
 from app.worker.runner import backoff_seconds
 from app.worker.single import SqliteWorkerLock, sqlite_lock_path
 

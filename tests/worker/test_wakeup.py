@@ -1,4 +1,4 @@
-"""Who an accepted turn wakes (``app.worker.wakeup``): this process's own worker when it has a
+"""Who an accepted turn wakes (``app.db.signals``): this process's own worker when it has a
 free slot, with no ``NOTIFY``; every process's workers (``NOTIFY looping_turns``) when it has
 none, or there is no worker here."""
 
@@ -9,11 +9,11 @@ import asyncio
 from sqlalchemy import text
 
 from app.db.engine import Database
+from app.db.signals import TURNS_CHANNEL as NOTIFY_CHANNEL
+from app.db.signals import WakeChannel
 from app.tasks import states
-from app.tasks.accept import NOTIFY_CHANNEL
 from app.testing.edge import edge_harness
 from app.worker.service import TurnWorker
-from app.worker.wakeup import Wakeup
 from tests.db.helpers import Notifications, notifications
 from tests.worker.helpers import eventually, identity, send, task_row
 
@@ -22,15 +22,24 @@ SLOW_POLL = {"poll_seconds": 60, "lease_seconds": 5}
 
 
 def test_local_room_is_what_the_worker_offers() -> None:
-    wakeup = Wakeup()
+    wakeup = WakeChannel(NOTIFY_CHANNEL, database_url="postgresql+asyncpg://h/db")
     assert not wakeup.local_room()  # no worker in this process
+    assert wakeup.remote_channel() == NOTIFY_CHANNEL
     free = [True]
-    wakeup.offer_room(lambda: free[0])
+    unsubscribe = wakeup.subscribe(lambda: None, lambda: free[0])
     assert wakeup.local_room()
+    assert wakeup.remote_channel() is None
     free[0] = False
     assert not wakeup.local_room()
-    wakeup.offer_room(None)
+    free[0] = True
+    unsubscribe()
     assert not wakeup.local_room()
+
+
+def test_storage_no_other_process_shares_has_no_one_to_notify() -> None:
+    wakeup = WakeChannel(NOTIFY_CHANNEL)
+    assert not wakeup.local_room()
+    assert wakeup.remote_channel() is None
 
 
 async def test_a_turn_the_local_worker_takes_is_run_without_a_notify(pg_url: str) -> None:
@@ -39,7 +48,7 @@ async def test_a_turn_the_local_worker_takes_is_run_without_a_notify(pg_url: str
         notifications(pg_url, NOTIFY_CHANNEL) as heard,
     ):
         await edge.add_tenant("demo", agent="scripted", require_push_config=False)
-        assert edge.services.wakeup.local_room()
+        assert edge.services.db.signals.turns.local_room()
         task_id = await send(edge, "reply hi", message_id="m1", push_url=None)
         db = edge.services.db
 
@@ -56,7 +65,7 @@ async def test_without_a_worker_here_the_accept_wakes_the_others(pg_url: str) ->
         notifications(pg_url, NOTIFY_CHANNEL) as heard,
     ):
         await edge.add_tenant("demo", agent="scripted", require_push_config=False)
-        assert not edge.services.wakeup.local_room()
+        assert not edge.services.db.signals.turns.local_room()
         await send(edge, "reply hi", message_id="m1", push_url=None)
         assert await heard.settle() == [NOTIFY_CHANNEL]
 
@@ -75,7 +84,7 @@ async def test_a_busy_local_worker_leaves_the_turn_to_the_others(pg_url: str) ->
 
         await eventually(running, timeout=20)
         assert await heard.settle() == []  # the first went to the idle local worker
-        assert not edge.services.wakeup.local_room()
+        assert not edge.services.db.signals.turns.local_room()
         await send(edge, "reply hi", message_id="m2", who="user-2", push_url=None)
         assert await heard.settle() == [NOTIFY_CHANNEL]
         await edge.result("CancelTask", {"id": first}, identity=identity("user-1"))
@@ -84,11 +93,11 @@ async def test_a_busy_local_worker_leaves_the_turn_to_the_others(pg_url: str) ->
 async def test_a_stopped_worker_offers_no_room(pg_url: str) -> None:
     async with edge_harness(pg_url, background=True, **SLOW_POLL) as edge:
         [worker] = [s for s in edge.services.background if isinstance(s, TurnWorker)]
-        assert edge.services.wakeup.local_room()
+        assert edge.services.db.signals.turns.local_room()
         await worker.stop()
-        assert not edge.services.wakeup.local_room()
+        assert not edge.services.db.signals.turns.local_room()
         await worker.start()
-        assert edge.services.wakeup.local_room()
+        assert edge.services.db.signals.turns.local_room()
 
 
 async def test_a_turn_sent_without_a_notify_is_still_run_by_another_process(pg_url: str) -> None:
@@ -96,7 +105,9 @@ async def test_a_turn_sent_without_a_notify_is_still_run_by_another_process(pg_u
     never claimed (it stopped, or died) leaves the turn to the others' ``EDGE_POLL_SECONDS``."""
     async with edge_harness(pg_url, **SLOW_POLL) as accepting:
         await accepting.add_tenant("demo", agent="scripted", require_push_config=False)
-        accepting.services.wakeup.offer_room(lambda: True)  # a worker that will never claim
+        accepting.services.db.signals.turns.subscribe(
+            lambda: None, lambda: True
+        )  # a worker that will never claim
         async with (
             edge_harness(pg_url, background=True, poll_seconds=0.2, lease_seconds=5) as other,
             notifications(pg_url, NOTIFY_CHANNEL) as heard,

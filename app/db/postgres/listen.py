@@ -1,8 +1,8 @@
-"""``LISTEN looping_turns`` on PostgreSQL: low-latency wake-ups for the claim loop.
+"""``LISTEN`` on PostgreSQL: low-latency wake-ups for the turn workers and push deliverers.
 
 A dedicated asyncpg connection (not from the SQLAlchemy pool: a listening connection must stay
 checked out and must not sit behind a transaction-pooling PgBouncer). Losing it costs latency
-only: the claim loop polls every ``poll_seconds`` regardless, and every (re)connect triggers a
+only: the woken loop polls every ``poll_seconds`` regardless, and every (re)connect triggers a
 wake-up in case a notification was missed while disconnected.
 """
 
@@ -17,11 +17,10 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
-CHANNEL = "looping_turns"
 _RECONNECT_MAX_SECONDS = 30.0
 _CHECK_SECONDS = 5.0
 
-log = logging.getLogger("looping.worker")
+log = logging.getLogger("looping.db")
 
 
 def asyncpg_dsn(database_url: str) -> str:
@@ -32,9 +31,13 @@ def asyncpg_dsn(database_url: str) -> str:
     return rendered
 
 
-class TurnListener:
-    def __init__(self, database_url: str, on_notify: Callable[[], None]) -> None:
+class Listener:
+    """``run()`` listens on ``channel`` until cancelled, calling ``on_notify`` for every
+    notification and once on every (re)connect."""
+
+    def __init__(self, database_url: str, channel: str, on_notify: Callable[[], None]) -> None:
         self._dsn = asyncpg_dsn(database_url)
+        self._channel = channel
         self._on_notify = on_notify
 
     def _notified(self, *_args: Any) -> None:
@@ -48,8 +51,10 @@ class TurnListener:
                 delay = 1.0
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                log.warning("worker.listen_failed", extra={"outcome": type(exc).__name__})
+            except Exception as exc:  # any driver or network failure: the poll covers
+                log.warning(
+                    "db.listen_failed", extra={"outcome": f"{self._channel}: {type(exc).__name__}"}
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, _RECONNECT_MAX_SECONDS)
 
@@ -58,7 +63,7 @@ class TurnListener:
         closed = asyncio.Event()
         conn.add_termination_listener(lambda _c: closed.set())
         try:
-            await conn.add_listener(CHANNEL, self._notified)
+            await conn.add_listener(self._channel, self._notified)
             self._on_notify()  # anything queued while we were not listening
             while not conn.is_closed():
                 with contextlib.suppress(TimeoutError):

@@ -1,0 +1,1 @@
+"""The PostgreSQL implementation of the storage seam and its PostgreSQL-only helpers."""
