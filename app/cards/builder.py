@@ -27,10 +27,14 @@ class CardOptions:
     default). The reference vector was produced without it, so its test turns it off.
     ``list_tenants``: append the registered tenant ids to the stub description, so an operator
     reading the public card knows which ``tenant`` values exist (CONTRACT §4 allows it).
+    ``deployment_skill``: give the stub card one tenant-neutral skill describing the
+    deployment; A2A §5.7 makes ``skills`` a required array with at least one element (the empty
+    list is pruned on output). The reference vector was produced without it.
     """
 
     advertise_security_schemes: bool = True
     list_tenants: bool = True
+    deployment_skill: bool = True
 
 
 def _security(options: CardOptions) -> dict[str, Any]:
@@ -76,7 +80,20 @@ def build_stub_card(
         **_security(options),
         "defaultInputModes": list(DEFAULT_MODES),
         "defaultOutputModes": list(DEFAULT_MODES),
-        "skills": [],
+        "skills": [_deployment_skill(settings)] if options.deployment_skill else [],
+    }
+
+
+def _deployment_skill(settings: Settings) -> dict[str, Any]:
+    """The stub card's one skill: what the deployment does, naming no tenant."""
+    return {
+        "id": "edge",
+        "name": settings.card_name,
+        "description": (
+            f"{settings.card_description} Address a tenant's agent with the request's "
+            "tenant parameter; its own card lists its skills."
+        ),
+        "tags": ["a2a", "multi-tenant"],
     }
 
 

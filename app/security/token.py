@@ -33,11 +33,17 @@ from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_
 from app.security.jwks import JwksFetcher
 from app.security.origins import OriginError, ParsedUrl
 from app.settings import Settings
+from app.text import first_bad_text
 
 # RFC 7515 §4.1.11 (crit), §4.1.3 (jwk), §4.1.5/§4.1.6 (x5u/x5c: key material from the token
 # itself), RFC 7797 §3 (b64: unencoded payload). ``enc``/``zip`` only exist on JWE
-# (RFC 7516 §4.1.2/§4.1.3): a JWS carrying them is something we do not understand.
-_FORBIDDEN_HEADERS = frozenset({"crit", "jwk", "x5u", "x5c", "b64", "enc", "zip"})
+# (RFC 7516 §4.1.2/§4.1.3): a JWS carrying them is something we do not understand. ``cty``
+# signals a nested JWT (RFC 7519 §5.2), which the contract does not use.
+_FORBIDDEN_HEADERS = frozenset({"crit", "jwk", "x5u", "x5c", "b64", "enc", "zip", "cty"})
+# The identity key is part of every tenant-data key (tasks, turns, actors): bounded in UTF-8
+# bytes so that, with the tenant and the longest id beside it, an index entry stays under
+# PostgreSQL's B-tree entry limit.
+MAX_IDENTITY_KEY_BYTES = 1024
 _MEMO_LIMIT = 256  # bounded memo of accepted headers (attacker-influenced keys)
 
 
@@ -232,6 +238,11 @@ class GatewayTokenVerifier:
         key = identity.get("key") if isinstance(identity, dict) else None
         if not isinstance(identity, dict) or not isinstance(key, str) or not key:
             raise BadRequest("gateway identity missing key", reason="identity_missing_key")
+        # The identity is stored and echoed like request text: the same rules (app.text).
+        if first_bad_text(identity, "identity") is not None:
+            raise BadRequest("gateway identity holds invalid text", reason="identity_bad_text")
+        if len(key.encode()) > MAX_IDENTITY_KEY_BYTES:
+            raise BadRequest("gateway identity key is too long", reason="identity_key_too_long")
         tenant = claims.get(self._tenant_claim)
         return VerifiedCaller(
             issuer=jku.origin,

@@ -29,5 +29,6 @@ def decode_cursor(token: str) -> tuple[datetime, str]:
             raise ValueError
         return as_utc(datetime.fromisoformat(stamp)), task_id
     # OverflowError: a stamp at the edge of the calendar moved out of range by its offset.
-    except (ValueError, TypeError, OverflowError, UnicodeError, binascii.Error):
+    # RecursionError: a token of deeply nested arrays, which the JSON parser follows down.
+    except (ValueError, TypeError, OverflowError, UnicodeError, RecursionError, binascii.Error):
         raise InvalidParams("params.pageToken is not a valid page token") from None

@@ -23,6 +23,8 @@ from app.tasks.wire import parse_params, to_json
 from app.tenants.registry import TenantRecord
 
 PUSH_PREFIX = "params.configuration.taskPushNotificationConfig"
+# Bounds in UTF-8 bytes, not characters: the ids are index keys beside the tenant and the
+# identity key, and PostgreSQL refuses a B-tree entry past a fixed byte size.
 MAX_MESSAGE_ID = 512
 MAX_CONTEXT_ID = 1024
 MAX_TASK_ID = 64  # server-generated UUIDs: anything longer names no task of ours
@@ -63,8 +65,8 @@ def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -
     message = request.message
     if not message.message_id:
         raise InvalidParams("params.message.messageId is required", reason="message_id_required")
-    if len(message.message_id) > MAX_MESSAGE_ID:
-        raise InvalidParams(f"params.message.messageId is longer than {MAX_MESSAGE_ID}")
+    if len(message.message_id.encode()) > MAX_MESSAGE_ID:
+        raise InvalidParams(f"params.message.messageId is longer than {MAX_MESSAGE_ID} bytes")
     if "role" not in raw:
         raise InvalidParams("params.message.role is required")
     if message.role != Role.ROLE_USER:
@@ -74,8 +76,8 @@ def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -
     for index, part in enumerate(message.parts):
         if part.WhichOneof("content") is None:
             raise InvalidParams(f"params.message.parts[{index}] has no content")
-    if len(message.context_id) > MAX_CONTEXT_ID:
-        raise InvalidParams(f"params.message.contextId is longer than {MAX_CONTEXT_ID}")
+    if len(message.context_id.encode()) > MAX_CONTEXT_ID:
+        raise InvalidParams(f"params.message.contextId is longer than {MAX_CONTEXT_ID} bytes")
     if len(message.task_id) > MAX_TASK_ID:
         raise TaskNotFound("task not found")
 

@@ -40,7 +40,13 @@ def default_identity() -> dict[str, Any]:
 
 
 def _compact_json(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a hostile-input test) has no UTF-8 form: escape it as a gateway's
+        # JSON serialiser does (``\ud800``).
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 def public_jwk(key: Ed25519PrivateKey, kid: str) -> dict[str, str]:

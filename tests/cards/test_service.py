@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from a2a.types import AgentCard
+from google.protobuf.json_format import ParseDict
 
 import app.cards.service as service_module
 from app.cards.service import CardService
@@ -225,3 +227,13 @@ def test_tenant_card_accepts_the_stored_manifest_and_validates_only_on_a_miss(
     assert service.tenant_card("alpha", {"not": "validated"}, 1)["name"] == manifest.name
     with pytest.raises(ValueError, match="invalid manifest"):
         service.tenant_card("alpha", {**stored, "name": ""}, 2)
+
+
+def test_stub_card_has_a_tenant_neutral_skill(settings: Settings, key: SigningKey) -> None:
+    # A2A §5.7: ``skills`` is required with at least one element (the TCK's CARD-STRUCT-001);
+    # the stub card's one skill names the deployment, never a tenant.
+    card = CardService(settings, key).stub_card(["beta", "alpha"]).card
+    [skill] = card["skills"]
+    assert skill["id"] and skill["name"] == settings.card_name and skill["tags"]
+    assert "alpha" not in str(skill) and "beta" not in str(skill)
+    ParseDict(card, AgentCard())  # still a valid AgentCard

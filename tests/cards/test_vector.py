@@ -29,7 +29,8 @@ def vector_service(vector_key: SigningKey) -> CardService:
         card_version="0.1.0",
     )
     # The vector was produced without advertised security schemes and without skills.
-    return CardService(settings, vector_key, options=CardOptions(advertise_security_schemes=False))
+    options = CardOptions(advertise_security_schemes=False, deployment_skill=False)
+    return CardService(settings, vector_key, options=options)
 
 
 def test_fixture_is_the_shared_vector(vector: dict[str, Any]) -> None:

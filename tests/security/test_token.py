@@ -144,6 +144,7 @@ async def test_es256_signed_with_an_ec_key_is_refused(env: Env) -> None:
         ("b64", True),
         ("crit", []),
         ("enc", "A256GCM"),
+        ("cty", "JWT"),
     ],
 )
 async def test_forbidden_header_parameters_are_refused(env: Env, name: str, value: object) -> None:
