@@ -4,6 +4,10 @@ One key signs everything the edge asserts: the Agent Cards (A2A §8.4), the call
 pushes (CONTRACT §7) and the caller JWTs the edge mints when its agents call other agents.
 Verifiers find the public half at our JWKS URL (the ``jku`` in every header), so the ``kid``
 must be stable and the public JWK must never carry ``d`` (CONTRACT §2, §4).
+
+Minting is PyJWT's (``PyJWS.encode`` with the ``cryptography`` Ed25519 key); this module only
+pins what PyJWT would otherwise choose: no default ``typ`` and the protected header's members
+in the caller's order (the card vector pins those bytes, A2A §8.4.2).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from jwt.api_jws import PyJWS
 
 from app.errors import ConfigError
 from app.security.origins import OriginError, parse_url
@@ -52,6 +58,38 @@ def b64url_decode(text: str) -> bytes:
 def compact_json(value: Any) -> bytes:
     """Compact JSON in the caller's key order (JWS headers are signed as serialised)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class _JWS(PyJWS):
+    # PyJWT adds ``"typ": "JWT"`` unless told otherwise; the callback header has no ``typ``
+    # (CONTRACT §7) and the card's is ``JOSE`` (CONTRACT §4): the caller's header decides.
+    header_typ = ""  # falsy: PyJWT then drops the member
+
+
+_PYJWS = _JWS()
+
+
+@lru_cache(maxsize=16)
+def _header_encoder(order: tuple[str, ...]) -> type[json.JSONEncoder]:
+    """A JSON encoder for PyJWT that writes the header's members in ``order``, compactly.
+
+    PyJWT builds its header dict with ``typ`` first and either sorts it or keeps that order;
+    the protected header is signed as serialised, so we put the members back in the order
+    the caller gave (RFC 7515 §5.1 step 1 signs the octets, not the object).
+    """
+    rank = {name: index for index, name in enumerate(order)}
+
+    class _Ordered(json.JSONEncoder):
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs["ensure_ascii"] = False  # the same octets as ``compact_json``
+            super().__init__(**kwargs)
+
+        def encode(self, o: Any) -> str:
+            if isinstance(o, dict):
+                o = dict(sorted(o.items(), key=lambda item: rank.get(item[0], len(rank))))
+            return super().encode(o)
+
+    return _Ordered
 
 
 def validate_kid(kid: object) -> str:
@@ -188,9 +226,19 @@ class SigningKey:
         """
         if header.get("alg") != "EdDSA":
             raise ValueError("only alg EdDSA is signed with this key")
-        signing_input = f"{b64url_encode(compact_json(header))}.{b64url_encode(payload)}"
-        signature = self.private_key.sign(signing_input.encode("ascii"))
-        return f"{signing_input}.{b64url_encode(signature)}"
+        token = _PYJWS.encode(
+            payload,
+            self.private_key,
+            algorithm="EdDSA",
+            headers=header,
+            json_encoder=_header_encoder(tuple(header)),
+            sort_headers=False,
+        )
+        # PyJWT may add members (``typ``, ``b64``/``crit`` for an unencoded payload): the
+        # header we sign must be exactly the one asked for, or verifiers pinning it fail.
+        if not token.startswith(b64url_encode(compact_json(header)) + "."):
+            raise ValueError("the JWS header differs from the one requested")
+        return token
 
     def _jwt(self, header: dict[str, Any], claims: dict[str, Any]) -> str:
         return self.sign_compact(header, compact_json(claims))
