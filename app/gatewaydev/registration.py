@@ -2,7 +2,8 @@
 
 1. Fetch the stub card from ``<edge>/.well-known/agent-card.json`` (no redirects, bounded).
 2. Its signature names ``jku`` and ``kid``; the ``jku`` must be on the edge's own origin.
-   Fetch that JWKS (strictly parsed) and verify the detached JWS over the canonical card.
+   Fetch that JWKS (parsed by PyJWT, independently of the edge's own JWKS parser) and verify
+   the detached JWS over the canonical card.
 3. Pin ``jku`` + ``kid`` (trust on first use); a different pair later is refused.
 4. Call ``GetExtendedAgentCard`` for the tenant with our own EdDSA token and verify the tenant
    card with the same pin and key; its interface must name the tenant.
@@ -15,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import jwt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.gatewaydev.state import GatewayState
 from app.gatewaydev.verify import Pin, VerificationError, card_pin, verify_card
-from app.security.jose_strict import JoseError
-from app.security.jwks import parse_jwks
 from app.security.origins import OriginError, parse_url
-from app.security.verify_key import Ed25519VerificationKey
 from app.testing.gateway import GatewayKit
 
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
@@ -37,7 +37,7 @@ class Registration:
     edge_origin: str
     endpoint: str  # the JSON-RPC URL (token audience)
     pin: Pin
-    key: Ed25519VerificationKey
+    key: Ed25519PublicKey
     newly_pinned: bool
     stub_card: dict[str, Any]
     tenant_card: dict[str, Any] | None
@@ -76,7 +76,7 @@ def edge_origin(edge_url: str) -> str:
 
 async def fetch_edge_key(
     client: httpx.AsyncClient, origin: str, pin: Pin
-) -> Ed25519VerificationKey:
+) -> Ed25519PublicKey:
     try:
         jku_origin = parse_url(pin.jku, allow_loopback_http=True).origin
     except OriginError as exc:
@@ -90,12 +90,15 @@ async def fetch_edge_key(
     if response.status_code != 200 or len(response.content) > MAX_DOCUMENT_BYTES:
         raise RegistrationError(f"the edge JWKS at {pin.jku} answered HTTP {response.status_code}")
     try:
-        keys = parse_jwks(response.content)
-    except JoseError as exc:
+        keys = jwt.PyJWKSet.from_json(response.text).keys
+    except (jwt.PyJWTError, ValueError) as exc:
         raise RegistrationError(f"the edge JWKS is invalid: {exc}") from None
-    if pin.kid not in keys:
+    # One key under the pinned kid, and an Ed25519 one (RFC 8037 §2): PyJWT would also load
+    # Ed448 or another key type under the same kid.
+    matches = [k for k in keys if k.key_id == pin.kid]
+    if len(matches) != 1 or not isinstance(matches[0].key, Ed25519PublicKey):
         raise RegistrationError(f"the edge JWKS has no usable Ed25519 key '{pin.kid}'")
-    return keys[pin.kid]
+    return matches[0].key
 
 
 def jsonrpc_endpoint(card: dict[str, Any], origin: str) -> str:
@@ -195,7 +198,7 @@ async def _tenant_card(
     tenant: str,
     identity: dict[str, Any],
     *,
-    key: Ed25519VerificationKey,
+    key: Ed25519PublicKey,
     pin: Pin,
 ) -> dict[str, Any]:
     """The tenant's signed card (``GetExtendedAgentCard``), verified with the stub card's key."""

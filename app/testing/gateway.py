@@ -8,15 +8,18 @@ Tenant authors use it too::
         verifier = GatewayTokenVerifier(settings, JwksFetcher(settings, client))
         caller = await verifier.verify(kit.bearer(audience=settings.endpoint_url)["Authorization"])
 
-Tokens are minted the way the Looping gateway mints them: protected header
+Tokens are minted by PyJWT (``PyJWS.encode``, EdDSA), independently of the edge's own JOSE
+code, the way the Looping gateway mints them: protected header
 ``{"alg":"EdDSA","kid":…,"typ":"JWT","jku":<origin>/.well-known/jwks.json}`` and claims
 ``iss`` (the origin), ``aud`` (the edge's endpoint URL, not its origin), ``sub`` (the identity
 key), ``iat``, ``exp``, ``jti`` and the identity and tenant claims. Every part can be overridden
-or dropped for negative tests.
+or dropped for negative tests; ``sign_raw`` signs arbitrary header and payload bytes (what no
+JOSE library will produce: duplicate members, odd JSON).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -27,12 +30,35 @@ from typing import Any
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-from app.security.jose_strict import b64url_encode
+from jwt.api_jws import PyJWS
 
 DEFAULT_IDENTITY_CLAIM = "https://loopingai.org/identity"
 DEFAULT_TENANT_CLAIM = "https://loopingai.org/tenant"
 JWKS_PATH = "/.well-known/jwks.json"
+
+
+class _GatewayJWS(PyJWS):
+    header_typ = ""  # the header carries exactly the members given (``drop_headers``)
+
+
+_JWS = _GatewayJWS()
+
+
+def b64url_encode(data: bytes) -> str:
+    """Unpadded base64url (RFC 7515 §2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _pyjwt_mints_as_given(header: dict[str, Any]) -> bool:
+    """Whether PyJWT signs this header unchanged: it signs with the header's ``alg``, detaches
+    an unencoded payload (``b64``), drops a falsy ``typ`` and refuses a non-string ``kid``;
+    negative tests want our EdDSA signature under exactly the header they wrote."""
+    return (
+        header.get("alg") == "EdDSA"
+        and "b64" not in header
+        and bool(header.get("typ", "JWT"))
+        and isinstance(header.get("kid", ""), str)
+    )
 
 
 def default_identity() -> dict[str, Any]:
@@ -159,7 +185,11 @@ class GatewayKit:
             header.pop(name, None)
         for name in drop_claims:
             body.pop(name, None)
-        return self.sign_raw(_compact_json(header), _compact_json(body))
+        if not _pyjwt_mints_as_given(header):
+            return self.sign_raw(_compact_json(header), _compact_json(body))
+        return _JWS.encode(
+            _compact_json(body), self.key, algorithm="EdDSA", headers=header, sort_headers=False
+        )
 
     def sign_raw(self, header_json: bytes, payload_json: bytes) -> str:
         """Sign arbitrary header and payload bytes (duplicate members, odd JSON...)."""

@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from app.gatewaydev.verify import Pin, VerificationError, verify_callback
 from app.security.keys import SigningKey
-from app.security.verify_key import SignatureKey
 from app.testing.gateway import JWKS_PATH, GatewayKit
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -50,7 +51,7 @@ TOKEN_HEADER = "x-a2a-notification-token"  # noqa: S105 - a header name
 class CallbackExpectation:
     """How to verify callbacks: the edge's public key and the pinned ``jku``/``kid``."""
 
-    key: SignatureKey
+    key: Ed25519PublicKey
     pin: Pin
 
     @classmethod
