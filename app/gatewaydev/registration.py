@@ -74,9 +74,7 @@ def edge_origin(edge_url: str) -> str:
         raise RegistrationError(f"--edge: {exc}") from None
 
 
-async def fetch_edge_key(
-    client: httpx.AsyncClient, origin: str, pin: Pin
-) -> Ed25519PublicKey:
+async def fetch_edge_key(client: httpx.AsyncClient, origin: str, pin: Pin) -> Ed25519PublicKey:
     try:
         jku_origin = parse_url(pin.jku, allow_loopback_http=True).origin
     except OriginError as exc:
