@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import NullPool
 
 from app.db.signals import Signals
+from app.db.sqlite_file import make_private
 from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
 
@@ -80,6 +81,7 @@ class Database:
             kwargs.update(poolclass=NullPool) if parsed.database in (None, "", ":memory:") else None
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.dialect == "sqlite":
+            make_private(url)
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # Hot single statements (GetTask, the turn pipeline) bypass the SQLAlchemy pool

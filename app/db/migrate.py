@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import migrations
+from app.db.sqlite_file import make_private
 
 MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
 
@@ -28,6 +29,7 @@ def alembic_config(database_url: str) -> Config:
 def upgrade_to_head(database_url: str) -> None:
     """Upgrade the schema. Alembic's env drives its own event loop, so when called from
     inside a running loop the upgrade runs on a helper thread."""
+    make_private(database_url)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
