@@ -63,9 +63,13 @@ async def call_agent(
         if watch.interrupted:
             raise TurnStopped
         raise AgentCrash(ERROR_TIMEOUT)
-    if task.cancelled() or watch.interrupted:
-        raise TurnStopped  # whatever the agent produced after the stop signal is dropped
+    if task.cancelled():
+        raise TurnStopped
+    # Retrieved even when dropped: an agent task's unretrieved exception is logged at ERROR by
+    # asyncio when the task is collected (a stop is not an error).
     exc = task.exception()
+    if watch.interrupted:
+        raise TurnStopped  # whatever the agent produced after the stop signal is dropped
     if isinstance(exc, TurnStopped):
         raise TurnStopped
     if exc is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -206,3 +207,26 @@ def test_ordinary_text_parts_and_artifacts_pass_the_storable_check() -> None:
         artifacts=({"artifactId": "a-1", "parts": [{"text": "x"}]},),
     )
     assert outcome_of(reply).state == states.COMPLETED
+
+
+async def test_an_agent_stopped_after_the_stop_signal_logs_no_unretrieved_exception() -> None:
+    # A lease lost while the agent writes progress: the write is refused (TurnStopped inside
+    # the agent) and the stop signal is set. The agent task's exception must be retrieved, or
+    # asyncio logs "Task exception was never retrieved" at ERROR when it is collected.
+    watch = _watch()
+
+    async def body(_ctx: TurnContext) -> AgentResult:
+        watch.stop.set()
+        raise TurnStopped
+
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        with pytest.raises(TurnStopped):
+            await call_agent(_Agent(body), _ctx(watch.stop), watch, seconds=5)
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert reported == []
