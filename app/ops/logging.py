@@ -1,9 +1,12 @@
-"""Structured JSON logs. Tokens, keys, push credentials and prompts are never logged."""
+"""Structured logs: JSON lines, or plain lines for development. Only the fields named in
+``_FIELDS`` leave a record (never its other extras): tokens, keys, push credentials and prompts
+are never logged."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import traceback
 from datetime import UTC, datetime
@@ -19,7 +22,28 @@ _FIELDS = (
     "outcome",
     "agent_kind",
     "reason",  # our own words (e.g. why an agent could not be built), never exception text
+    "origin",  # an allowlisted gateway origin (a JWKS fetch that failed)
+    "result",  # a fixed label (how that fetch failed)
 )
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The record's loggable extras, in ``_FIELDS`` order."""
+    found = {name: getattr(record, name, None) for name in _FIELDS}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+# A value printed bare: no space, quote, backslash or ``=``, so ``key=value`` pairs split back
+_BARE = re.compile(r"[^\s\"\\=]+")
+
+
+def _plain_value(value: Any) -> str:
+    """``value`` bare when it reads back unambiguously, else quoted with JSON's escapes (a
+    newline or control character in a value can neither split the line nor restyle it)."""
+    text = str(value)
+    if _BARE.fullmatch(text) and text.isprintable():
+        return text
+    return json.dumps(text, ensure_ascii=not text.isprintable())
 
 
 class JsonFormatter(logging.Formatter):
@@ -30,10 +54,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for name in _FIELDS:
-            value = getattr(record, name, None)
-            if value is not None:
-                doc[name] = value
+        doc.update(_fields(record))
         if record.exc_info and record.exc_info[0] is not None:
             # The type only: exception text may carry request data.
             doc["error"] = record.exc_info[0].__name__
@@ -41,9 +62,11 @@ class JsonFormatter(logging.Formatter):
 
 
 class PlainFormatter(logging.Formatter):
-    """Human-readable lines for development (``EDGE_LOG_JSON=false``). A traceback keeps its
-    frames but not the exception's text, as the JSON lines keep only its type: a driver's
-    error carries the SQL's parameters, prompts included (found by audit)."""
+    """Human-readable lines for development (``EDGE_LOG_JSON=false``): the message, then the
+    fields the JSON lines carry as ``key=value`` (found by trying the quickstart: the plain
+    lines had dropped them all). A traceback keeps its frames but not the exception's text,
+    as the JSON lines keep only its type: a driver's error carries the SQL's parameters,
+    prompts included (found by audit)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -55,6 +78,10 @@ class PlainFormatter(logging.Formatter):
             return super().format(record)
         finally:
             record.exc_text = cached
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        pairs = [f"{name}={_plain_value(value)}" for name, value in _fields(record).items()]
+        return " ".join([super().formatMessage(record), *pairs])
 
     def formatException(self, ei: Any) -> str:
         kind, _, tb = ei

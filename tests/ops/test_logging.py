@@ -77,3 +77,69 @@ async def test_debug_level_does_not_log_the_statements_parameters(
     assert "still logged" in err
     if json_logs:
         assert all(json.loads(line) for line in err.splitlines())
+
+
+def _record(msg: str, **extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("looping.worker", logging.INFO, __file__, 1, msg, (), None)
+    record.__dict__.update(extra)
+    return record
+
+
+def test_plain_lines_carry_the_json_fields_as_key_value_pairs() -> None:
+    # Found by trying the quickstart: the plain lines dropped task_id, reason, outcome …
+    record = _record(
+        "turn.failed",
+        tenant="demo",
+        task_id="t-1",
+        outcome="failed",
+        reason="the agent could not be built",
+        token=SECRET,  # not a logged field: never shown, in either format
+        push_url=f"https://gw.test/push?token={SECRET}",
+    )
+    line = PlainFormatter().format(record)
+    assert line.endswith(
+        " INFO looping.worker turn.failed tenant=demo task_id=t-1 outcome=failed "
+        'reason="the agent could not be built"'
+    )
+    assert SECRET not in line
+    doc = json.loads(JsonFormatter().format(record))
+    assert {k: doc[k] for k in ("tenant", "task_id", "outcome", "reason")} == {
+        "tenant": "demo",
+        "task_id": "t-1",
+        "outcome": "failed",
+        "reason": "the agent could not be built",
+    }
+    assert SECRET not in json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("plain", "plain"),
+        ("a=b", '"a=b"'),
+        ('say "hi"', '"say \\"hi\\""'),
+        ("two\nlines", '"two\\nlines"'),
+        ("red \x1b[31m", '"red \\u001b[31m"'),
+        ("", '""'),
+        (3, "3"),
+    ],
+)
+def test_a_plain_value_reads_back_and_cannot_split_the_line(value: object, shown: str) -> None:
+    line = PlainFormatter().format(_record("m", reason=value))
+    assert line.endswith(f" m reason={shown}") and "\n" not in line
+
+
+def test_plain_fields_come_before_the_traceback() -> None:
+    record = _failed_record()
+    record.task_id = "t-9"
+    first, *rest = PlainFormatter().format(record).splitlines()
+    assert first.endswith("rpc call failed task_id=t-9")
+    assert rest[0] == "Traceback (most recent call last):"
+
+
+def test_a_failed_jwks_fetch_names_its_origin_and_result() -> None:
+    # app/security/jwks.py logs both; both formats had dropped them.
+    record = _record("gateway JWKS fetch failed", origin="https://gw.test", result="timeout")
+    assert PlainFormatter().format(record).endswith(" origin=https://gw.test result=timeout")
+    doc = json.loads(JsonFormatter().format(record))
+    assert (doc["origin"], doc["result"]) == ("https://gw.test", "timeout")
