@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -79,17 +80,39 @@ def _describe(reg: Registration) -> None:
         _say(f"tenant '{tenant}': extended card verified ({name})")
 
 
+# How much of a data part's JSON a line shows: enough to recognise it, never a screenful
+DATA_SHOWN = 200
+
+
+def _part_text(part: object) -> str:
+    """A text part's text; a data part as compact JSON, cut to ``DATA_SHOWN`` characters (found
+    by trying the quickstart: a data artifact printed as an empty line); a file part by name."""
+    if not isinstance(part, dict):
+        return ""
+    if isinstance(part.get("text"), str):
+        return str(part["text"])
+    if "data" in part:
+        shown = json.dumps(part["data"], separators=(",", ":"), ensure_ascii=False)
+        return shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + "…"
+    if "raw" in part or "url" in part:
+        return f"<file {part.get('filename') or part.get('url') or '(unnamed)'}>"
+    return ""
+
+
+def _parts_text(parts: object) -> str:
+    pieces = [_part_text(p) for p in parts] if isinstance(parts, list) else []
+    return " ".join(piece for piece in pieces if piece)
+
+
 def _message_text(task: dict[str, Any]) -> str:
-    parts = task.get("status", {}).get("message", {}).get("parts", [])
-    return "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+    return _parts_text(task.get("status", {}).get("message", {}).get("parts", []))
 
 
 def _artifact_lines(task: dict[str, Any]) -> list[str]:
     lines = []
     for artifact in task.get("artifacts") or []:
-        texts = [p.get("text", "") for p in artifact.get("parts", []) if isinstance(p, dict)]
         label = artifact.get("name") or artifact.get("artifactId", "artifact")
-        lines.append(f"  [artifact {label}] {''.join(texts)}")
+        lines.append(f"  [artifact {label}] {_parts_text(artifact.get('parts', []))}")
     return lines
 
 
