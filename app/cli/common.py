@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
 import unicodedata
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -25,8 +28,27 @@ EXIT_CONFIG = 78  # EX_CONFIG (sysexits.h): a setting is missing or wrong
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, OSError)
 _DB_FAILURE = (
     "cannot use the database ({}); is DATABASE_URL right and reachable, "
-    "and the schema migrated (looping-edge migrate)?"
+    "and the schema migrated ({} migrate)?"
 )
+
+
+def edge_command() -> str:
+    """``looping-edge`` as a hint prints it, runnable as printed from the current directory:
+    the bare name when PATH finds this installation's script, else that script's path,
+    relative where it sits below the current directory (``.venv/bin/looping-edge`` in a
+    checkout whose venv is not activated: found by trying the quickstart, the bare name was
+    "command not found")."""
+    ours = Path(sys.executable).parent / "looping-edge"
+    if not ours.is_file():
+        return "looping-edge"  # not run from an installation (python -m app.cli.main)
+    on_path = shutil.which("looping-edge")
+    if on_path is not None and os.path.samefile(on_path, ours):
+        return "looping-edge"
+    where = Path(os.path.abspath(ours))
+    try:
+        return str(where.relative_to(Path.cwd()))
+    except ValueError:
+        return str(where)
 
 
 def printable(value: str) -> str:
@@ -64,7 +86,7 @@ def open_database(settings: Settings) -> Database:
 def database_failed(exc: BaseException) -> int:
     """One line, exit 69. Only the error's class: its text can hold the DSN, SQL parameters
     (a tenant's agent config) or the server's address."""
-    return fail(_DB_FAILURE.format(type(exc).__name__), EXIT_UNAVAILABLE)
+    return fail(_DB_FAILURE.format(type(exc).__name__, edge_command()), EXIT_UNAVAILABLE)
 
 
 def run(coro_factory: Callable[[], Awaitable[T]]) -> T:

@@ -23,7 +23,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import fail, run
+from app.cli.common import edge_command, fail, run
 from app.gatewaydev.registration import Registration, RegistrationError, http_client
 from app.gatewaydev.registration import register as register_with_edge
 from app.gatewaydev.session import INTERRUPTED, PushEvent, Turn, follow, send_turn
@@ -202,7 +202,7 @@ async def _send(args: argparse.Namespace) -> int:
 def _answer_command(args: argparse.Namespace, task_id: str) -> str:
     """The command that answers ``task_id``: every option this run differed from the default
     in, since the answer needs the same gateway key (state dir), caller and listener."""
-    words = ["looping-edge", "gateway-dev", "send", "--edge", args.edge]
+    words = [edge_command(), "gateway-dev", "send", "--edge", args.edge]
     defaults = {"host": "127.0.0.1", "port": 8090, "state_dir": Path(".dev/gateway")}
     for name, default in defaults.items():
         if getattr(args, name) != default:

@@ -14,6 +14,7 @@ from app.agents.kinds import AGENT_KINDS
 from app.cli.common import (
     DATABASE_ERRORS,
     database_failed,
+    edge_command,
     fail,
     open_database,
     printable,
@@ -185,7 +186,9 @@ async def _list(store: TenantStore, a: argparse.Namespace) -> int:
         print(json.dumps([_show(r) for r in records], indent=2))
         return 0
     if not records:
-        print("no tenants registered (add one with: looping-edge tenants add ID --manifest FILE)")
+        print(
+            f"no tenants registered (add one with: {edge_command()} tenants add ID --manifest FILE)"
+        )
     for r in records:
         state = "enabled" if r.enabled else "disabled"
         name = printable(str(r.manifest.get("name", "")))

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+from pathlib import Path
 
-from app.cli.gateway_dev import DATA_SHOWN, _artifact_lines, _message_text
+import pytest
+
+from app.cli.common import edge_command
+from app.cli.gateway_dev import DATA_SHOWN, _answer_command, _artifact_lines, _message_text
+from app.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = Path(sys.executable).parent / "looping-edge"
 
 
 def _task(*artifact_parts: list[object]) -> dict[str, object]:
@@ -35,3 +45,26 @@ def test_a_large_data_part_is_cut_and_mixed_parts_stay_apart() -> None:
     shown = json.dumps(big, separators=(",", ":"))[: DATA_SHOWN - 1] + "…"
     assert line == f"  [artifact artifact-1] rows: {shown} <file f.csv>"
     assert _artifact_lines(_task([{"data": None}, "junk"])) == ["  [artifact artifact-1] null"]
+
+
+def test_the_answer_hint_names_the_command_as_it_runs_from_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a checkout whose venv is not activated
+    args = build_parser().parse_args(
+        ["gateway-dev", "send", "--edge", "http://127.0.0.1:8181", "--tenant", "demo", "hi"]
+    )
+    words = shlex.split(_answer_command(args, "t-1"))
+    assert words[0] == edge_command() == str(OURS.relative_to(ROOT))
+    assert words[1:] == [
+        "gateway-dev",
+        "send",
+        "--edge",
+        "http://127.0.0.1:8181",
+        "--tenant",
+        "demo",
+        "--task-id",
+        "t-1",
+        "<answer>",
+    ]
