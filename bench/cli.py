@@ -4,8 +4,9 @@ Only a full run of every benchmark writes ``bench/results/latest*`` (the committ
 ``--quick`` and ``--only`` runs write ``bench/results/partial*`` (ignored by git) unless
 ``--out`` names a directory (then ``latest*`` there) or ``--merge`` folds a full-length
 ``--only`` run into the committed ``latest*`` (the other benchmarks' rows stay as they were).
-``--repeat N --out DIR`` makes N runs one after the other, each into ``DIR/run-K``, and then
-``DIR/summary.{md,json}`` (``bench.summary``: median, range and runs that met each goal).
+``--repeat N`` makes N runs one after the other, each measuring every selected benchmark with
+its baselines, and writes them as one result in the same place (``bench.repeated``): every
+run's figures, and each goal judged on the median of the runs (``bench.summary``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import time
 import traceback
 from pathlib import Path
 
-from bench import pg, procs, summary
+from bench import pg, procs
 from bench.config import FULL, QUICK, Profile
 from bench.context import Ctx
 from bench.gateway import BenchGateway
 from bench.host import CpuTimes, IdleState
 from bench.loadgen import ensure_wrk
+from bench.repeated import Repeated
 from bench.report import Report, machine_info
 from bench.servers import EdgeConfig
 
@@ -60,7 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=1,
         metavar="N",
-        help="N runs one after the other into --out DIR/run-1..N, then DIR/summary.md",
+        help="N runs one after the other, written as one result: every run's figures and each "
+        "goal judged on the median of the runs",
     )
     p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--keep", action="store_true", help="keep the databases and the scratch dir")
@@ -75,39 +78,53 @@ def main(argv: list[str] | None = None) -> int:
     if not _arguments_ok(args, selected, partial):
         return 2
     if args.repeat == 1:
-        return _run_once(args, selected, profile, partial=partial, out_dir=args.out)
-    out_dirs = [args.out / f"run-{k}" for k in range(1, args.repeat + 1)]
-    codes = []
-    for k, out_dir in enumerate(out_dirs, start=1):
-        print(f"\nbench: run {k} of {args.repeat} -> {out_dir}", flush=True)
-        codes.append(_run_once(args, selected, profile, partial=partial, out_dir=out_dir))
-    written = [d for d in out_dirs if (d / "latest.json").is_file()]
-    runs = [summary.load_run(d) for d in written]
-    print()
-    print(summary.write(args.out / "summary.md", [d.name for d in written], runs), end="")
-    print(f"bench: {len(written)} runs summed up -> {args.out}/summary.md")
-    return max(codes)
+        return _run_once(args, selected, profile, partial=partial)
+    return _run_repeated(args, selected, profile, partial=partial)
 
 
 def _run_once(
-    args: argparse.Namespace,
-    selected: list[str],
-    profile: Profile,
-    *,
-    partial: bool,
-    out_dir: Path | None,
+    args: argparse.Namespace, selected: list[str], profile: Profile, *, partial: bool
 ) -> int:
     """One run of the selected benchmarks: the table printed, the results written."""
+    began = time.monotonic()
+    report, failed = _measure(args, selected, profile)
+    return _write_results(args, report, selected, partial=partial, failed=failed, began=began)
+
+
+def _run_repeated(
+    args: argparse.Namespace, selected: list[str], profile: Profile, *, partial: bool
+) -> int:
+    """``--repeat N``: N runs one after the other, written as one result after each run (an
+    interrupted series keeps the runs it finished), every goal judged on the median."""
+    out_dir, stem = _destination(args.out, partial)
+    began = time.monotonic()
+    reports: list[Report] = []
+    failures = 0
+    for k in range(1, args.repeat + 1):
+        print(f"\nbench: run {k} of {args.repeat}", flush=True)
+        report, failed = _measure(args, selected, profile)
+        reports.append(report)
+        failures += bool(failed)
+        Repeated(reports).write(out_dir, stem)
+    print(f"\n{Repeated(reports).goals()}")
+    print(
+        f"bench: {args.repeat} runs in {time.monotonic() - began:.0f}s, goals judged on the "
+        f"median -> {out_dir}/{stem}.md"
+    )
+    return 1 if failures else 0
+
+
+def _measure(
+    args: argparse.Namespace, selected: list[str], profile: Profile
+) -> tuple[Report, list[str]]:
+    """Run the selected benchmarks and print the table: the report and the failed benchmarks."""
     tool, report = _new_report(profile, args.loadgen)
     ctx = _new_context(profile, report, tool)
-    began = time.monotonic()
     failed = _run_benchmarks(ctx, selected, keep=args.keep)
     print(f"\n{report.table()}\n")
     for note in report.notes:
         print(f"note: {note}")
-    return _write_results(
-        args, report, selected, out=out_dir, partial=partial, failed=failed, began=began
-    )
+    return report, failed
 
 
 def _arguments_ok(args: argparse.Namespace, selected: list[str], partial: bool) -> bool:
@@ -119,10 +136,9 @@ def _arguments_ok(args: argparse.Namespace, selected: list[str], partial: bool) 
     if args.merge and (args.quick or not partial):
         print("bench/run: --merge needs --only and the full length", file=sys.stderr)
         return False
-    if args.repeat < 1 or (args.repeat > 1 and (args.out is None or args.merge)):
-        # the committed table is one full run as measured; repeats go to a directory of
-        # their own, never over bench/results/latest*
-        print("bench/run: --repeat N needs N >= 1, and --out DIR (not --merge)", file=sys.stderr)
+    if args.repeat < 1 or (args.repeat > 1 and args.merge):
+        # a merge replaces one run's rows; a result of several runs is not one run
+        print("bench/run: --repeat N needs N >= 1, and no --merge", file=sys.stderr)
         return False
     return True
 
@@ -190,19 +206,23 @@ def _run_benchmarks(ctx: Ctx, selected: list[str], *, keep: bool) -> list[str]:
     return failed
 
 
+def _destination(out: Path | None, partial: bool) -> tuple[Path, str]:
+    """The directory and file stem of a run's results: ``--out DIR`` gets ``latest*``; without
+    it only a full run of every benchmark writes the committed ``bench/results/latest*``."""
+    return out or RESULTS, "partial" if partial and out is None else "latest"
+
+
 def _write_results(
     args: argparse.Namespace,
     report: Report,
     selected: list[str],
     *,
-    out: Path | None,
     partial: bool,
     failed: list[str],
     began: float,
 ) -> int:
     """Write the report (and merge it into ``latest*`` with ``--merge``); the exit code."""
-    out_dir = out or RESULTS
-    stem = "partial" if partial and out is None else "latest"
+    out_dir, stem = _destination(args.out, partial)
     report.write(out_dir, stem)
     print(
         f"bench: {len(report.rows)} rows in {time.monotonic() - began:.0f}s "
@@ -212,7 +232,11 @@ def _write_results(
         if failed:
             print("bench: not merged (a benchmark failed)", file=sys.stderr)
             return 1
-        merged = report.merged_into(out_dir, selected)
+        try:
+            merged = report.merged_into(out_dir, selected)
+        except ValueError as exc:
+            print(f"bench: not merged: {exc}", file=sys.stderr)
+            return 1
         merged.write(out_dir)
         print(f"bench: merged benchmark {', '.join(selected)} into {out_dir}/latest.json")
     return 1 if failed else 0

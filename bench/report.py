@@ -80,7 +80,7 @@ def cut_ratio(value: float | None) -> float | None:
     return None if value is None else math.floor(value * 1000 + 1e-9) / 1000
 
 
-def _ratio_text(row: Row) -> str:
+def ratio_text(row: Row) -> str:
     """Two decimals, or three where two would round a missed goal up to it (0.349x of a
     0.35x goal prints as 0.349x, not 0.35x)."""
     if row.ratio is None:
@@ -117,9 +117,9 @@ class Report:
                 (
                     r.benchmark,
                     r.metric,
-                    f"{_num(r.value)} {r.unit}",
-                    f"{r.baseline} {_num(r.baseline_value)}" if r.baseline else "",
-                    _ratio_text(r),
+                    f"{num(r.value)} {r.unit}",
+                    f"{r.baseline} {num(r.baseline_value)}" if r.baseline else "",
+                    ratio_text(r),
                     f">= {r.goal:g}x" if r.goal is not None else "",
                     r.verdict,
                 )
@@ -129,26 +129,32 @@ class Report:
         out.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(s.rstrip() for s in out)
 
-    def markdown(self) -> str:
+    def header(self, when: str | None = None) -> str:
+        """The profile, load generator and machine; ``when`` replaces ``run DATE``."""
         m = self.machine
-        out = [
+        return (
             f"Profile `{self.profile}`, load generator: {self.loadgen}. "
             f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
             f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}, Python {m.get('python', '?')}, "
             f"PostgreSQL {m.get('postgres', '?')}"
             + (f", {m['idle']}" if m.get("idle") else "")
-            + f"; run {m.get('date', '?')}"
-            + (f"; {m['rerun']}." if m.get("rerun") else "."),
+            + f"; {when or 'run ' + str(m.get('date', '?'))}"
+            + (f"; {m['rerun']}." if m.get("rerun") else ".")
+        )
+
+    def markdown(self) -> str:
+        out = [
+            self.header(),
             "",
             "| benchmark | metric | value | baseline | ratio | goal |",
             "|---|---|---:|---|---:|---:|",
         ]
         for r in self.rows:
-            base = f"{r.baseline} {_num(r.baseline_value)}" if r.baseline else ""
-            ratio = _ratio_text(r)
+            base = f"{r.baseline} {num(r.baseline_value)}" if r.baseline else ""
+            ratio = ratio_text(r)
             goal = f"≥ {r.goal:g}x {'✓' if r.verdict == 'ok' else '✗'}" if r.goal else ""
             out.append(
-                f"| {r.benchmark} | {r.metric} | {_num(r.value)} {r.unit} | {base} | {ratio} "
+                f"| {r.benchmark} | {r.metric} | {num(r.value)} {r.unit} | {base} | {ratio} "
                 f"| {goal} |"
             )
         if self.notes:
@@ -171,6 +177,11 @@ class Report:
         ``rerun`` replaced by this run's (same profile and load generator required: a quick
         row must never land in the full table). Rows stay in benchmark order."""
         meta = json.loads((out_dir / f"{stem}-meta.json").read_text())
+        if meta.get("repeat", 1) != 1:
+            raise ValueError(
+                f"{out_dir / stem}.json holds {meta['repeat']} runs (bench/run --repeat): a "
+                "merge replaces the rows of one run"
+            )
         if meta.get("profile") != self.profile or meta.get("loadgen") != self.loadgen:
             raise ValueError(
                 f"cannot merge a {self.profile!r} run into the committed {meta.get('profile')!r} "
@@ -194,9 +205,9 @@ class Report:
 
 
 def format_row(r: Row) -> str:
-    text = f"[{r.benchmark}] {r.metric}: {_num(r.value)} {r.unit}"
+    text = f"[{r.benchmark}] {r.metric}: {num(r.value)} {r.unit}"
     if r.baseline:
-        text += f" vs {r.baseline} {_num(r.baseline_value)}"
+        text += f" vs {r.baseline} {num(r.baseline_value)}"
     if r.ratio is not None:
         text += f" -> {r.ratio:.2f}x"
     if r.goal is not None:
@@ -204,7 +215,7 @@ def format_row(r: Row) -> str:
     return text
 
 
-def _num(value: float | None) -> str:
+def num(value: float | None) -> str:
     if value is None:
         return "-"
     if abs(value) >= 100:

@@ -2,15 +2,15 @@
 
 One run's ratio at c = 1 sits at its line on many hosts and moves with the neighbours' load
 between runs minutes apart (README, "Concurrency 1"), so a verdict from one run says little
-there. This reads the ``latest.json`` of several runs (``bench/run --out DIR`` or
-``bench/run --repeat N --out DIR``) and prints, for every row with a goal, the median ratio,
-the range, how many runs met the goal and the verdict on the median; and, for each GetTask
+there. This reads the ``latest.json`` of several runs (``bench/run --out DIR``, or one
+``bench/run --repeat N`` result holding N runs) and prints, for every row with a goal, the
+median ratio, the range, how many runs met the goal and the verdict on the median (what
+``bench/run --repeat N`` judges each goal on); and, for each GetTask
 cell, the a2a-sdk's share of the bare endpoint's rate, which says which of the two GetTask
 goals binds (4 x the share is the fraction of the bare rate the a2a-sdk goal asks for).
 ``--out FILE.md`` writes the table there and the figures as JSON next to it.
 
-The rounds of several runs in ``bench/ROUNDS.md`` were summed up by hand; the rows come from
-``bench.report`` and nothing here measures.
+The rows come from ``bench.report``; nothing here measures.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.b2_gettask import BARE_GOAL, SDK_GOAL
 from bench.report import Row, cut_ratio
+from bench.runs import from_json as runs_from_json
 
 A2A, BARE = "a2a-sdk", "bare"
 
@@ -66,9 +67,9 @@ class Share:
         return round(statistics.median(self.shares), 3)
 
 
-def load_run(path: Path) -> list[Row]:
-    """The rows of one run: ``path`` is a ``latest.json`` (or ``partial.json``) or a directory
-    holding one."""
+def load_runs(path: Path) -> list[list[Row]]:
+    """The rows of each run in a result: ``path`` is a ``latest.json`` (or ``partial.json``) or
+    a directory holding one; one run's list of rows, or ``bench/run --repeat N``'s N runs."""
     file = path
     if path.is_dir():
         file = next(
@@ -76,9 +77,19 @@ def load_run(path: Path) -> list[Row]:
         )
     try:
         data = json.loads(file.read_text())
-        return [Row(**r) for r in data]
-    except (OSError, ValueError, TypeError) as exc:
+        if isinstance(data, dict):
+            return runs_from_json(data["rows"], int(data["repeat"]))
+        return [[Row(**r) for r in data]]
+    except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{path}: not a bench result ({type(exc).__name__})") from exc
+
+
+def load_run(path: Path) -> list[Row]:
+    """The rows of a result of one run (``ValueError`` for a result of several)."""
+    found = load_runs(path)
+    if len(found) != 1:
+        raise ValueError(f"{path}: holds {len(found)} runs, not one")
+    return found[0]
 
 
 def spreads(runs: Sequence[Sequence[Row]]) -> list[Spread]:
@@ -141,7 +152,13 @@ def markdown(names: Sequence[str], runs: Sequence[Sequence[Row]]) -> str:
 def as_json(runs: Sequence[Sequence[Row]]) -> dict[str, list[dict[str, object]]]:
     return {
         "goals": [
-            {**asdict(s), "median": s.median, "met": s.met, "runs": len(s.ratios)}
+            {
+                **asdict(s),
+                "median": s.median,
+                "met": s.met,
+                "runs": len(s.ratios),
+                "median_meets_goal": s.median_meets,
+            }
             for s in spreads(runs)
         ],
         "a2a_sdk_share_of_bare": [{**asdict(s), "median": s.median} for s in shares(runs)],
@@ -162,13 +179,21 @@ def main(argv: Iterable[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="result directories or latest.json files")
     p.add_argument("--out", type=Path, default=None, help="write the table here (and .json)")
     args = p.parse_args(list(argv) if argv is not None else None)
+    names: list[str] = []
+    found: list[list[Row]] = []
     try:
-        runs = [load_run(path) for path in args.runs]
+        for path in args.runs:
+            rows = load_runs(path)
+            found += rows
+            names += (
+                [str(path)]
+                if len(rows) == 1
+                else [f"{path} run {k}" for k in range(1, len(rows) + 1)]
+            )
     except ValueError as exc:
         print(f"bench.summary: {exc}", file=sys.stderr)
         return 2
-    names = [str(path) for path in args.runs]
-    text = write(args.out, names, runs) if args.out else markdown(names, runs)
+    text = write(args.out, names, found) if args.out else markdown(names, found)
     print(text, end="")
     return 0
 

@@ -1,7 +1,8 @@
 """``bench.summary`` and ``bench/run --repeat``: the goal rows of several runs side by side.
 
 The fast tests feed it result files written by ``bench.report``; the slow one makes two real
-quick runs of benchmark 1 through ``bench/run --repeat 2``.
+quick runs of benchmark 1 through ``bench/run --repeat 2`` (``test_bench_repeat.py`` has the
+median judgement on synthetic runs).
 """
 
 from __future__ import annotations
@@ -95,27 +96,29 @@ def test_the_command_writes_markdown_and_json_and_refuses_what_is_no_result(
 @pytest.mark.parametrize(
     "args",
     [
-        ["--repeat", "2"],
         ["--repeat", "0", "--out", "x"],
         ["--repeat", "2", "--merge", "--out", "x"],
     ],
 )
-def test_repeat_needs_a_directory_of_its_own(args: list[str]) -> None:
-    # never over the committed bench/results/latest*, and never a merge of several runs
+def test_repeat_needs_one_run_at_least_and_never_merges(args: list[str]) -> None:
+    # a merge replaces the rows of one run: a result of several runs is not one
     done = bench_run("--only", "1", *args, timeout=60)
     assert done.returncode == 2 and "--repeat N needs" in done.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_repeat_makes_each_run_and_sums_them_up(tmp_path: Path) -> None:
+def test_repeat_makes_each_run_and_judges_the_goals_on_the_median(tmp_path: Path) -> None:
     done = bench_run("--quick", "--only", "1", "--repeat", "2", "--out", tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for k in (1, 2):
-        rows = json.loads((tmp_path / f"run-{k}" / "latest.json").read_text())
-        assert rows and all(r["benchmark"].startswith("1 ") for r in rows)
-    text = (tmp_path / "summary.md").read_text()
-    assert text.startswith("2 runs: run-1, run-2.") and text in done.stdout
-    goals = json.loads((tmp_path / "summary.json").read_text())["goals"]
+    assert "bench: run 2 of 2" in done.stdout
+    doc = json.loads((tmp_path / "latest.json").read_text())
+    assert doc["repeat"] == 2 and doc["rows"]
+    assert all(r["benchmark"].startswith("1 ") and len(r["runs"]) == 2 for r in doc["rows"])
+    goals = doc["goals"]
     assert {g["baseline"] for g in goals} == {"raw Ed25519 (OpenSSL)", "raw Ed25519 (libsodium)"}
     assert all(g["runs"] == 2 and len(g["ratios"]) == 2 for g in goals)
+    text = (tmp_path / "latest.md").read_text()
+    assert "2 runs: run 1, run 2." in text and "(median)" in text
+    assert "2 runs: run 1, run 2." in done.stdout
+    assert [len(run) for run in summary.load_runs(tmp_path)] == [len(doc["rows"])] * 2
