@@ -17,8 +17,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from app.http.routes import RpcEndpoint, build_routes
+from app.method_table import build_method_table
 from app.rpc.dispatch import RpcDispatcher
-from app.rpc.methods import build_method_table
 from app.services import EdgeServices
 
 

@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.errors import ConfigError
-from app.security.origins import OriginAllowlist, OriginError, parse_url
+from app.origins import OriginAllowlist, OriginError, parse_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./looping-edge.db"
 

@@ -20,8 +20,8 @@ from typing import Any, Generic, TypeVar
 from app.cards.builder import CardOptions, build_stub_card, build_tenant_card
 from app.cards.signing import sign_card
 from app.errors import ConfigError
+from app.origins import OriginError
 from app.security.keys import SigningKey, b64url_encode
-from app.security.origins import OriginError
 from app.settings import Settings
 from app.tenants.manifest import TenantManifest, validate_tenant_id
 

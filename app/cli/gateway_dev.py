@@ -28,9 +28,9 @@ from app.gatewaydev.registration import Registration, RegistrationError, http_cl
 from app.gatewaydev.registration import register as register_with_edge
 from app.gatewaydev.session import INTERRUPTED, PushEvent, Turn, follow, send_turn
 from app.gatewaydev.state import GatewayState
-from app.gatewaydev.verify import VerificationError
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
+from app.testing.verify import VerificationError
 
 EXIT_FAILED = 1
 EXIT_TIMEOUT = 3

@@ -20,9 +20,9 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.gatewaydev.state import GatewayState
-from app.gatewaydev.verify import Pin, VerificationError, card_pin, verify_card
-from app.security.origins import OriginError, parse_url
+from app.origins import OriginError, parse_url
 from app.testing.gateway import GatewayKit
+from app.testing.verify import Pin, VerificationError, card_pin, verify_card
 
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
 MAX_DOCUMENT_BYTES = 256 * 1024

@@ -21,7 +21,7 @@ from sqlalchemy.orm import aliased
 
 from app.db.engine import Database
 from app.db.models import PushOutboxRow
-from app.push.outbox import DEAD, DELIVERED, PENDING
+from app.db.outbox import DEAD, DELIVERED, PENDING
 from app.push.store import as_utc, db_now, wake_deliverers
 
 

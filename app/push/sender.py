@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
+from app.origins import OriginAllowlist, OriginError
 from app.push.policy import AttemptResult, Outcome, classify_status, status_error
 from app.push.store import ClaimedPush
 from app.security.keys import SigningKey
-from app.security.origins import OriginAllowlist, OriginError
 from app.tasks.push_secrets import PushSecretError, PushSecrets
 
 CONTENT_TYPE = "application/a2a+json"

@@ -32,7 +32,7 @@ from sqlalchemy.orm import aliased
 
 from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
-from app.push.outbox import CANCELED, DEAD, DELIVERED, PENDING
+from app.db.outbox import CANCELED, DEAD, DELIVERED, PENDING
 from app.push.policy import Decision, Verdict
 from app.push.store_pg import Checked, claim_pg, payload_of, record_pg, still_ours_pg
 

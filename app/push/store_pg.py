@@ -22,8 +22,8 @@ from typing import Any
 
 import asyncpg
 
+from app.db.outbox import DEAD, DELIVERED, PENDING
 from app.db.statement_pool import StatementPool
-from app.push.outbox import DEAD, DELIVERED, PENDING
 from app.push.policy import Decision, Verdict
 
 # Opens the claim's transaction and takes its advisory lock in one round trip (simple query

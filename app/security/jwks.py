@@ -44,9 +44,9 @@ from typing import Any
 import httpx
 
 from app.errors import Unauthorized
+from app.origins import ParsedUrl
 from app.security.jose_strict import JoseError, b64url_decode, check_ed25519_public_bytes
 from app.security.jose_strict import loads_object as strict_loads_object
-from app.security.origins import ParsedUrl
 from app.security.verify_key import Ed25519VerificationKey
 from app.settings import Settings
 

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from jwt.api_jws import PyJWS
 
 from app.errors import ConfigError
-from app.security.origins import OriginError, parse_url
+from app.origins import OriginError, parse_url
 
 # A kid travels in JWS headers, cards and shell lines: keep it to a safe, printable alphabet.
 KID_RE = re.compile(r"[A-Za-z0-9._:+@/=-]{1,128}")

@@ -28,10 +28,10 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 
 from app.errors import BadRequest, EdgeError, Unauthorized
+from app.origins import OriginError, ParsedUrl
 from app.security.caller import VerifiedCaller
 from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_object
 from app.security.jwks import JwksFetcher
-from app.security.origins import OriginError, ParsedUrl
 from app.settings import Settings
 from app.text import first_bad_text
 

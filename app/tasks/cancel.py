@@ -13,8 +13,8 @@ from sqlalchemy import update
 
 from app.db.engine import Database
 from app.db.models import TaskRow, TurnRow
+from app.db.outbox import cancel_undelivered
 from app.errors import TaskNotCancelable, TaskNotFound
-from app.push.outbox import cancel_undelivered
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.repository import load_history, load_task

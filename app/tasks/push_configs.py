@@ -24,11 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
+from app.db.outbox import CANCELED as OUTBOX_CANCELED
+from app.db.outbox import PENDING as OUTBOX_PENDING
 from app.errors import InvalidParams, TaskNotFound
-from app.push.outbox import CANCELED as OUTBOX_CANCELED
-from app.push.outbox import PENDING as OUTBOX_PENDING
+from app.origins import OriginAllowlist, OriginError, parse_url
 from app.security.caller import CallerScope
-from app.security.origins import OriginAllowlist, OriginError, parse_url
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.repository import insert_for, load_task
 from app.text import is_clean, shown

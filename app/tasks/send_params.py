@@ -17,7 +17,7 @@ from a2a.types import Role, SendMessageRequest
 from google.protobuf import json_format
 
 from app.errors import InvalidParams, TaskNotFound
-from app.security.origins import OriginAllowlist
+from app.origins import OriginAllowlist
 from app.tasks.push_configs import PushConfigInput, validate_push_config
 from app.tasks.wire import parse_params, to_json
 from app.tenants.registry import TenantRecord

@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Database
 from app.db.models import TaskRow
+from app.db.outbox import enqueue_push
 from app.errors import TaskNotFound
-from app.push.outbox import enqueue_push
 from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states

@@ -9,7 +9,7 @@
         push = await rx.wait_for(lambda p: p.message_id == f"{task_id}:final")
 
 Every request is recorded (``rx.requests``); ``rx.deliveries`` are those answered 2xx.
-Each callback is verified like the Looping gateway does (``app.gatewaydev.verify``): the
+Each callback is verified like the Looping gateway does (``app.testing.verify``): the
 JWT's ``kid``/``jku`` against the expectation, ``aud`` = the full URL the request reached,
 and ``X-A2A-Notification-Token`` against the token registered for the path. A failed check
 is answered ``401`` and recorded with its reason.
@@ -39,9 +39,9 @@ from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.gatewaydev.verify import Pin, VerificationError, verify_callback
 from app.security.keys import SigningKey
 from app.testing.gateway import JWKS_PATH, GatewayKit
+from app.testing.verify import Pin, VerificationError, verify_callback
 
 MAX_BODY_BYTES = 1024 * 1024
 TOKEN_HEADER = "x-a2a-notification-token"  # noqa: S105 - a header name

@@ -15,9 +15,9 @@ from sqlalchemy import select, update
 
 from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
+from app.db.outbox import enqueue_push
 from app.ops.metrics import Metrics
 from app.push.deliverer import PushDeliverer
-from app.push.outbox import enqueue_push
 from app.push.runtime import create_deliverer
 from app.security.caller import CallerScope
 from app.security.keys import SigningKey, generate_private_jwk

@@ -9,8 +9,8 @@ from email.utils import format_datetime
 
 import pytest
 
+from app.db.outbox import cancel_undelivered
 from app.push.dead_letters import list_dead, replay
-from app.push.outbox import cancel_undelivered
 from app.testing.push_receiver import (
     always,
     broken_body,
@@ -315,7 +315,7 @@ async def test_cancel_also_cancels_dead_letters(rig: PushRig) -> None:
 
 
 async def test_a_payload_without_a_deterministic_message_id_is_never_sent(rig: PushRig) -> None:
-    from app.push.outbox import enqueue_push
+    from app.db.outbox import enqueue_push
 
     await rig.add_config("t1")
     submitted = payload("t1", "s1", state="TASK_STATE_SUBMITTED")

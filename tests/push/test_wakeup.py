@@ -24,7 +24,7 @@ async def test_a_commit_wakes_a_deliverer_that_polls_rarely(rig: PushRig) -> Non
 
 
 async def test_a_rolled_back_enqueue_queues_nothing(rig: PushRig) -> None:
-    from app.push.outbox import enqueue_push
+    from app.db.outbox import enqueue_push
     from tests.push.conftest import SCOPE, payload
 
     await rig.add_config("t1")

@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from app.errors import Unauthorized
+from app.origins import ParsedUrl, parse_url
 from app.security.jose_strict import JoseError, b64url_encode
 from app.security.jwks import JwksFetcher, parse_jwks
-from app.security.origins import ParsedUrl, parse_url
 from app.security.token import GatewayTokenVerifier
 from app.testing.gateway import GatewayKit, public_jwk
 from app.testing.jwks_server import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db.models import PushOutboxRow, TurnRow
-from app.push.outbox import CANCELED as OUTBOX_CANCELED
+from app.db.outbox import CANCELED as OUTBOX_CANCELED
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.tasks.turn_writes import TurnWrites

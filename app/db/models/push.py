@@ -61,7 +61,7 @@ class PushOutboxRow(Base):
     message_key: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # progress | final
     payload: Mapped[dict[str, Any]] = mapped_column(JsonDoc, nullable=False)
-    # pending | delivered | dead | canceled (app.push.outbox)
+    # pending | delivered | dead | canceled (app.db.outbox)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     # Consecutive 401 answers: a few short retries, then permanent (CONTRACT §7).

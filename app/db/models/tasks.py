@@ -24,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.models.base import Base, BigId, JsonDoc, Timestamp
-from app.tasks.states import UNFINISHED_TURNS_SQL
+from app.db.states import UNFINISHED_TURNS_SQL
 
 
 class TaskRow(Base):

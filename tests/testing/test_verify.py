@@ -8,8 +8,8 @@ import time
 import pytest
 
 from app.cards.signing import sign_card
-from app.gatewaydev.verify import Pin, VerificationError, card_pin, verify_callback, verify_card
 from app.security.keys import SigningKey, b64url_encode, generate_private_jwk
+from app.testing.verify import Pin, VerificationError, card_pin, verify_callback, verify_card
 
 JKU = "https://edge.test/.well-known/jwks.json"
 AUD = "https://gw.test/push/abc"

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pytest
 
 from app.errors import ConfigError
-from app.security.origins import (
+from app.origins import (
     OriginAllowlist,
     OriginError,
     is_loopback_host,
     normalise_allowlist_entry,
     parse_url,
 )
-
-from .conftest import make_settings
+from tests.security.conftest import make_settings
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""The method table: A2A 1.0 JSON-RPC method names to handlers (A2A §9.4)."""
+"""The method table: A2A 1.0 JSON-RPC method names to handlers (A2A §9.4).
+
+Above ``app.rpc`` (the protocol) and ``app.tasks`` (the task methods) so that neither imports
+the other's layer back.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import UnsupportedOperation
 from app.rpc.context import MethodTable, RpcCall
+from app.tasks.methods import build_task_methods
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -35,8 +40,6 @@ def streaming_methods() -> MethodTable:
 
 
 def build_method_table(services: EdgeServices) -> MethodTable:
-    from app.tasks.methods import build_task_methods
-
     table: MethodTable = {}
     table.update(build_task_methods(services))
     table.update(card_methods(services))
