@@ -92,6 +92,16 @@ async def pg_url(postgres_url: str) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def database(db_url: str) -> AsyncIterator[Database]:
+    """A ``Database`` on a migrated, empty database of each backend, disposed after the test."""
     db = Database(db_url)
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture
+async def pg_database(pg_url: str) -> AsyncIterator[Database]:
+    """A ``Database`` on the migrated, empty PostgreSQL database only, disposed after the test
+    (its fast paths, LISTEN/NOTIFY, SKIP LOCKED; tests that start processes on ``pg_url``)."""
+    db = Database(pg_url)
     yield db
     await db.dispose()

@@ -82,14 +82,6 @@ async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
 
 
 @pytest.fixture
-async def pg_database(pg_url: str) -> AsyncIterator[Database]:
-    """A ``Database`` on PostgreSQL only (for tests of its fast paths)."""
-    db = Database(pg_url)
-    yield db
-    await db.dispose()
-
-
-@pytest.fixture
 def settings() -> Settings:
     return load_settings(gateway_origins=[GATEWAY])
 
