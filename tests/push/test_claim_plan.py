@@ -35,29 +35,25 @@ async def _explain(conn: asyncpg.Connection, limit: int) -> list[dict[str, Any]]
     return plan_nodes(json.loads(doc)[0]["Plan"])
 
 
-async def test_the_claim_reads_about_its_limit_not_the_backlog(pg_url: str) -> None:
-    db = Database(pg_url)
+async def test_the_claim_reads_about_its_limit_not_the_backlog(pg_database: Database) -> None:
+    conn = await asyncpg.connect(**pg_database._read_connect_args())
     try:
-        conn = await asyncpg.connect(**db._read_connect_args())
-        try:
-            await conn.execute(
-                "INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key,"
-                " kind, payload, status, attempts)"
-                " SELECT 'demo', 'u' || (g % 20), 't' || g, 'c', k, k, '{}'::jsonb, 'pending', 0"
-                f" FROM generate_series(1, {BACKLOG_TASKS}) g,"
-                " (VALUES ('line-1'), ('final')) v(k)"
-            )
-            # Another process has 32 pushes on the wire (its senders' share): their tasks'
-            # rows must be skipped without scanning the backlog for them.
-            await conn.execute(
-                "UPDATE push_outbox SET lease_until = now() + interval '1 minute',"
-                " lease_owner = 'other' WHERE message_key = 'line-1' AND id % 125 = 0"
-            )
-            nodes = await _explain(conn, 16)
-        finally:
-            await conn.close()
+        await conn.execute(
+            "INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key,"
+            " kind, payload, status, attempts)"
+            " SELECT 'demo', 'u' || (g % 20), 't' || g, 'c', k, k, '{}'::jsonb, 'pending', 0"
+            f" FROM generate_series(1, {BACKLOG_TASKS}) g,"
+            " (VALUES ('line-1'), ('final')) v(k)"
+        )
+        # Another process has 32 pushes on the wire (its senders' share): their tasks'
+        # rows must be skipped without scanning the backlog for them.
+        await conn.execute(
+            "UPDATE push_outbox SET lease_until = now() + interval '1 minute',"
+            " lease_owner = 'other' WHERE message_key = 'line-1' AND id % 125 = 0"
+        )
+        nodes = await _explain(conn, 16)
     finally:
-        await db.dispose()
+        await conn.close()
     reads = {
         f"{n['Node Type']} {n.get('Index Name') or n.get('Relation Name')}": n["Actual Rows"]
         * n["Actual Loops"]

@@ -98,30 +98,26 @@ def _check(reads: dict[str, float]) -> None:
 
 
 @pytest.mark.postgres
-async def test_the_claim_and_the_head_read_walk_the_unfinished_turns_only(pg_url: str) -> None:
-    db = Database(pg_url)
+async def test_the_claim_and_the_head_read_walk_the_unfinished_turns_only(
+    pg_database: Database,
+) -> None:
+    conn = await asyncpg.connect(**pg_database._read_connect_args())
     try:
-        conn = await asyncpg.connect(**db._read_connect_args())
-        try:
-            await conn.execute(_SEED_PG)
-            await conn.execute(
-                "PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL
-            )
-            await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
-            for analyzed in (False, True):
-                if analyzed:
-                    await conn.execute("ANALYZE turns; ANALYZE actors")
-                    await conn.execute("DEALLOCATE claim; DEALLOCATE head")
-                    await conn.execute(
-                        "PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL
-                    )
-                    await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
-                _check(await _explain(conn, "claim", "('probe', 30.0, 8)"))
-                _check(await _explain(conn, "head", "('demo', 'u3')"))
-        finally:
-            await conn.close()
+        await conn.execute(_SEED_PG)
+        await conn.execute("PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL)
+        await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
+        for analyzed in (False, True):
+            if analyzed:
+                await conn.execute("ANALYZE turns; ANALYZE actors")
+                await conn.execute("DEALLOCATE claim; DEALLOCATE head")
+                await conn.execute(
+                    "PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL
+                )
+                await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
+            _check(await _explain(conn, "claim", "('probe', 30.0, 8)"))
+            _check(await _explain(conn, "head", "('demo', 'u3')"))
     finally:
-        await db.dispose()
+        await conn.close()
 
 
 def test_the_orm_claim_and_head_read_use_the_partial_index_on_sqlite(tmp_path: Path) -> None:
