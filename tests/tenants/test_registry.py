@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from app.db.engine import Database
@@ -12,12 +10,8 @@ from app.testing.edge import demo_manifest
 
 
 @pytest.fixture
-async def store(db_url: str) -> AsyncIterator[TenantStore]:
-    db = Database(db_url)
-    try:
-        yield TenantStore(db)
-    finally:
-        await db.dispose()
+def store(database: Database) -> TenantStore:
+    return TenantStore(database)
 
 
 async def test_an_update_that_changes_nothing_keeps_the_revision(store: TenantStore) -> None:
