@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -13,6 +11,7 @@ from sqlalchemy import select
 from app.db.engine import Database
 from app.db.models import ActorRow, PushOutboxRow, TaskMessageRow, TaskRow, TurnRow
 from app.testing.edge import EdgeHarness, edge_harness
+from tests.polling import poll_until
 
 T = TypeVar("T")
 
@@ -61,15 +60,8 @@ async def send(
 async def eventually(
     probe: Callable[[], Awaitable[T | None]], *, timeout: float = 20.0, interval: float = 0.05
 ) -> T:
-    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
-        await asyncio.sleep(interval)
+    """``tests.polling.poll_until`` under the name the worker tests use."""
+    return await poll_until(probe, timeout, interval=interval)
 
 
 async def task_row(db: Database, task_id: str) -> TaskRow:

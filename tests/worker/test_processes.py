@@ -4,7 +4,6 @@ and the SQLite single-worker rule. Every wait polls the database with a deadline
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import signal
 import subprocess
@@ -18,8 +17,8 @@ import pytest
 from app.tasks import states
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
+from tests.polling import poll_until
 from tests.worker.helpers import (
-    eventually,
     history,
     outbox,
     reached,
@@ -48,13 +47,11 @@ async def until(
 ) -> T:
     """Poll ``probe`` (sync or async) with a deadline; fail at once if a worker died."""
 
-    async def checked() -> T | None:
+    def alive() -> None:
         for worker in workers:
             worker.check_alive()
-        value = probe()
-        return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
-    return await eventually(checked, timeout=timeout, interval=0.1)
+    return await poll_until(probe, timeout, interval=0.1, check=alive)
 
 
 async def _harness_tenant(edge: EdgeHarness, *, push: bool = False) -> None:
