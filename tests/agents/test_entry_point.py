@@ -3,7 +3,6 @@ path, built per turn; and the harness running an author's agents end to end."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -16,6 +15,7 @@ from app.tasks import states
 from app.testing.edge import edge_harness
 from tests.agents import sample_agent
 from tests.agents.helpers import context, user_message
+from tests.polling import poll_until
 from tests.tasks.conftest import send_params
 
 ENTRY = "tests.agents.sample_agent:build"
@@ -88,13 +88,13 @@ async def _run_turn(db_url: str, agent: str, config: dict[str, Any], **harness: 
         accepted = await edge.result(
             "SendMessage", send_params(text="Ada", push=None), tenant="author"
         )
-        task = accepted["task"]
-        for _ in range(500):
-            if task["status"]["state"] in states.TERMINAL:
-                return task
-            await asyncio.sleep(0.02)
-            task = await edge.result("GetTask", {"id": task["id"]}, tenant="author")
-        raise AssertionError(f"task not done: {task['status']}")
+        task_id = accepted["task"]["id"]
+
+        async def finished() -> Any:
+            task = await edge.result("GetTask", {"id": task_id}, tenant="author")
+            return task if task["status"]["state"] in states.TERMINAL else None
+
+        return await poll_until(finished, 10, interval=0.02, what="a terminal task")
 
 
 def _reply(task: Any) -> str:

@@ -4,14 +4,13 @@ such a reply outright)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from sqlalchemy import select
 
 from app.db.models import PushOutboxRow
 from app.testing.edge import edge_harness
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, push_receiver
+from tests.polling import poll_until
 
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01, "push_retry_base_seconds": 0.01}
 
@@ -35,13 +34,14 @@ async def test_a_reply_without_text_still_reaches_the_gateway(db_url: str) -> No
                 "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
             }
             task_id = (await edge.result("SendMessage", params))["task"]["id"]
-            rows: list[PushOutboxRow] = []
-            for _ in range(200):
+
+            async def settled() -> list[PushOutboxRow] | None:
                 async with edge.services.db.transaction() as s:
                     rows = list((await s.execute(select(PushOutboxRow))).scalars())
-                if rows and all(r.status in ("delivered", "dead") for r in rows):
-                    break
-                await asyncio.sleep(0.05)
+                done = rows and all(r.status in ("delivered", "dead") for r in rows)
+                return rows if done else None
+
+            rows = await poll_until(settled, 10, what="every push delivered or dead")
             task = await edge.result("GetTask", {"id": task_id})
             assert task["status"]["state"] == "TASK_STATE_COMPLETED"
             assert [(r.status, r.last_error) for r in rows] == [("delivered", None)]

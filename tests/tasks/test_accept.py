@@ -13,6 +13,7 @@ from app.tasks.outcome import TurnOutcome
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import EdgeHarness
+from tests.polling import poll_until
 from tests.tasks.conftest import PUSH_URL, count, hold_lease, rpc_error, send_params, turns
 
 RFC3339_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -274,13 +275,12 @@ async def test_blocking_waits_for_the_outcome(edge: EdgeHarness):
     writes = TurnWrites(db, edge.settings)
     scope = _scope().__class__(tenant="open", identity="user-1")
 
+    async def accepted() -> str | None:
+        async with db.transaction() as session:
+            return (await session.execute(select(TaskRow.id))).scalar_one_or_none()
+
     async def complete() -> None:
-        while True:
-            async with db.transaction() as session:
-                task_id = (await session.execute(select(TaskRow.id))).scalar_one_or_none()
-            if task_id is not None:
-                break
-            await asyncio.sleep(0.01)
+        task_id = await poll_until(accepted, interval=0.01, what="the accepted task")
         fence = await hold_lease(db, scope)
         assert await writes.mark_working(scope, task_id, fence)
         assert await writes.finish(scope, task_id, fence, TurnOutcome(states.COMPLETED, "42"))

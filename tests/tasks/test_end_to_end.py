@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
 from app.tasks import states
 from app.testing.edge import edge_harness
+from tests.polling import poll_until
 from tests.tasks.conftest import send_params
 
 
@@ -13,11 +14,12 @@ async def test_dispatch_runs_to_completion(db_url: str):
     async with edge_harness(db_url, background=True) as edge:
         await edge.add_tenant("demo", agent="echo")
         task = (await edge.result("SendMessage", send_params(text="ping")))["task"]
-        for _ in range(500):
+
+        async def finished() -> Any:
             got = await edge.result("GetTask", {"id": task["id"]})
-            if got["status"]["state"] in states.TERMINAL:
-                break
-            await asyncio.sleep(0.02)
+            return got if got["status"]["state"] in states.TERMINAL else None
+
+        got = await poll_until(finished, 10, interval=0.02, what="a terminal task")
         assert got["status"]["state"] == states.COMPLETED
         assert got["status"]["message"]["messageId"] == f"{task['id']}:final"
 
