@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import pytest
 
 from app.security.keys import generate_private_jwk
 from app.testing.edge import demo_manifest
+from tests.polling import poll_until
 
 BIN = Path(sys.executable).parent
 
@@ -125,24 +126,22 @@ def test_serve_picks_up_tenant_changes_without_restart(
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
+
+    def live() -> bool:
+        try:
+            return httpx.get(f"{base}/livez", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def card_names_late() -> bool:
+        return "late" in httpx.get(f"{base}/.well-known/agent-card.json").json()["description"]
+
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{base}/livez", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "edge did not start"
-            time.sleep(0.1)
+        asyncio.run(poll_until(live, 20, interval=0.1, what="the edge started"))
         assert httpx.get(f"{base}/readyz").status_code == 200
-        before = httpx.get(f"{base}/.well-known/agent-card.json").json()
-        assert "late" not in before["description"]
+        assert not card_names_late()
         assert _cli(env, "tenants", "add", "late", "--manifest", str(manifest)).returncode == 0
-        deadline = time.monotonic() + 10
-        while "late" not in httpx.get(f"{base}/.well-known/agent-card.json").json()["description"]:
-            assert time.monotonic() < deadline, "tenant change not picked up"
-            time.sleep(0.2)
+        asyncio.run(poll_until(card_names_late, 10, interval=0.2, what="the tenant change seen"))
     finally:
         proc.terminate()
         proc.wait(timeout=15)
