@@ -6,11 +6,9 @@ JWKS are served by the test's own event loop), so waits poll with ``asyncio.slee
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from typing import TypeVar
 import httpx
 
 from tests.child_env import CLI, child_env
+from tests.polling import poll_until
 
 T = TypeVar("T")
 
@@ -97,30 +96,25 @@ def process(name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> I
 
 
 async def wait_ready(base_url: str, child: Process, *, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
     async with httpx.AsyncClient(trust_env=False) as client:
-        while True:
-            child.check_alive()
+
+        async def ready() -> bool:
             try:
-                if (await client.get(base_url + "/readyz")).status_code == 200:
-                    return
+                return (await client.get(base_url + "/readyz")).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{child.name} not ready:\n{child.logs()[-3000:]}")
-            await asyncio.sleep(0.1)
+                return False
+
+        try:
+            await poll_until(ready, within, interval=0.1, check=child.check_alive)
+        except AssertionError:
+            raise AssertionError(f"{child.name} not ready:\n{child.logs()[-3000:]}") from None
 
 
 async def until(
     probe: Callable[[], Awaitable[T | None]], *alive: Process, within: float = 30.0
 ) -> T:
-    deadline = time.monotonic() + within
-    while True:
+    def check() -> None:
         for child in alive:
             child.check_alive()
-        value = await probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
+
+    return await poll_until(probe, within, interval=0.1, check=check)
