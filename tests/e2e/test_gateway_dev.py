@@ -53,20 +53,16 @@ def _edge(
     return process(name, ["serve", "--port", str(port)], env, tmp)
 
 
-async def _add_scripted_demo(pg_url: str) -> None:
-    db = Database(pg_url)
-    try:
-        await TenantStore(db).add(
-            TenantRecord(id="demo", manifest=demo_manifest(), agent_kind="scripted")
-        )
-    finally:
-        await db.dispose()
+async def _add_scripted_demo(db: Database) -> None:
+    await TenantStore(db).add(
+        TenantRecord(id="demo", manifest=demo_manifest(), agent_kind="scripted")
+    )
 
 
 async def test_gateway_dev_round_trip_pins_and_refuses_a_changed_key(
-    pg_url: str, tmp_path: Path
+    pg_url: str, pg_database: Database, tmp_path: Path
 ) -> None:
-    await _add_scripted_demo(pg_url)
+    await _add_scripted_demo(pg_database)
     port, gw_port, state = free_port(), free_port(), tmp_path / "gw"
     with _edge(pg_url, tmp_path, port, gw_port, generate_private_jwk("dev-edge-1"), "e1") as edge:
         await wait_ready(f"http://127.0.0.1:{port}", edge)
@@ -109,12 +105,12 @@ async def test_gateway_dev_tells_when_the_edge_does_not_trust_it(
 
 
 async def test_the_answer_hint_runs_as_printed_and_a_new_state_dir_is_trusted(
-    pg_url: str, tmp_path: Path
+    pg_url: str, pg_database: Database, tmp_path: Path
 ) -> None:
     # Found by audit: the hint dropped --state-dir and --identity (run verbatim it was a 401),
     # and every state dir's key had the kid gateway-dev-1, so a second one on the same port
     # was checked against the first one's cached key until the edge's JWKS cache expired.
-    await _add_scripted_demo(pg_url)
+    await _add_scripted_demo(pg_database)
     port, gw_port = free_port(), free_port()
     env = edge_env(
         pg_url,

@@ -81,23 +81,20 @@ class World:
 
 
 @asynccontextmanager
-async def world(pg_url: str, tmp: Path) -> AsyncIterator[World]:
+async def world(pg_url: str, db: Database, tmp: Path) -> AsyncIterator[World]:
+    """Processes on ``pg_url``; ``db`` (the ``pg_database`` fixture) is the test's own view."""
     jwk = generate_private_jwk("e2e-edge")
-    db = Database(pg_url)
     await TenantStore(db).add(
         TenantRecord(id="demo", manifest=demo_manifest(), agent_kind="scripted")
     )
     kit = GatewayKit()
-    try:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(serve_jwks(kit))
-            rx = await stack.enter_async_context(push_receiver())
-            w = World(pg_url, tmp, kit, rx, jwk, free_port(), db, stack)
-            key = SigningKey.from_jwk_json(json.dumps(jwk))
-            rx.expect = CallbackExpectation.for_key(key, w.base + "/.well-known/jwks.json")
-            yield w
-    finally:
-        await db.dispose()
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(serve_jwks(kit))
+        rx = await stack.enter_async_context(push_receiver())
+        w = World(pg_url, tmp, kit, rx, jwk, free_port(), db, stack)
+        key = SigningKey.from_jwk_json(json.dumps(jwk))
+        rx.expect = CallbackExpectation.for_key(key, w.base + "/.well-known/jwks.json")
+        yield w
 
 
 async def _http_edge(w: World) -> Process:
@@ -106,8 +103,10 @@ async def _http_edge(w: World) -> Process:
     return edge
 
 
-async def test_send_message_to_pushes_across_processes(pg_url: str, tmp_path: Path) -> None:
-    async with world(pg_url, tmp_path) as w:
+async def test_send_message_to_pushes_across_processes(
+    pg_url: str, pg_database: Database, tmp_path: Path
+) -> None:
+    async with world(pg_url, pg_database, tmp_path) as w:
         edge = await _http_edge(w)
         worker = w.start("worker", "worker")
         task_id = await w.send("progress thinking\nreply done")
@@ -119,8 +118,10 @@ async def test_send_message_to_pushes_across_processes(pg_url: str, tmp_path: Pa
         assert [p.message_id for p in w.rx.deliveries] == [f"{task_id}:line-1", f"{task_id}:final"]
 
 
-async def test_receiver_down_for_a_while_then_delivered(pg_url: str, tmp_path: Path) -> None:
-    async with world(pg_url, tmp_path) as w:
+async def test_receiver_down_for_a_while_then_delivered(
+    pg_url: str, pg_database: Database, tmp_path: Path
+) -> None:
+    async with world(pg_url, pg_database, tmp_path) as w:
         await _http_edge(w)
         worker = w.start("worker", "worker")
         await w.rx.go_down()
@@ -138,9 +139,9 @@ async def test_receiver_down_for_a_while_then_delivered(pg_url: str, tmp_path: P
 
 
 async def test_worker_killed_after_the_terminal_write_still_pushes(
-    pg_url: str, tmp_path: Path
+    pg_url: str, pg_database: Database, tmp_path: Path
 ) -> None:
-    async with world(pg_url, tmp_path) as w:
+    async with world(pg_url, pg_database, tmp_path) as w:
         await _http_edge(w)
         doomed = w.start("worker-a", "worker")
         await w.rx.go_down()  # the push cannot go out before the crash
@@ -166,9 +167,9 @@ async def test_worker_killed_after_the_terminal_write_still_pushes(
 
 
 async def test_worker_killed_mid_push_is_redelivered_after_its_lease(
-    pg_url: str, tmp_path: Path
+    pg_url: str, pg_database: Database, tmp_path: Path
 ) -> None:
-    async with world(pg_url, tmp_path) as w:
+    async with world(pg_url, pg_database, tmp_path) as w:
         await _http_edge(w)
         w.rx.fault = hang(30.0, times=1)  # the first attempt is held on the wire
         doomed = w.start("worker-a", "worker", push_timeout_seconds=2)
