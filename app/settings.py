@@ -67,6 +67,19 @@ class Settings(BaseSettings):
     clock_skew_seconds: int = Field(default=30, ge=0, le=600)
     max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)
 
+    # --- HTTP connections (app/http/connection.py, docs/http-limits.md) -------------------------
+    # The request line plus header fields. A gateway's request head is well under 16 KiB
+    # (its token is bounded by max_token_bytes); 64 KiB is the most a head may hold in memory.
+    max_header_bytes: int = Field(default=32768, ge=16384, le=65536)
+    # Totals, not gaps between bytes: the head within this of the connection's start or of the
+    # previous response, the body within body_timeout_seconds of the head.
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    # An idle keep-alive connection is closed after this (uvicorn's timeout_keep_alive).
+    keep_alive_seconds: int = Field(default=5, ge=1, le=300)
+    # Open connections per process; past it a request is answered 503 and its connection closed.
+    max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+
     # --- gateway JWKS fetching (CONTRACT §3 step 5) ---------------------------------------------
     jwks_cache_seconds: float = Field(default=600.0, gt=0)
     jwks_cooldown_seconds: float = Field(default=30.0, ge=0)

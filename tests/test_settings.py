@@ -116,3 +116,29 @@ def test_the_log_level_is_read_in_any_case() -> None:
     assert load_settings(**GOOD, log_level="debug").log_level == "DEBUG"
     messages = _config_error(log_level="verbose")
     assert messages == "EDGE_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("max_header_bytes", 16383),
+        ("max_header_bytes", 65537),
+        ("header_timeout_seconds", 0),
+        ("header_timeout_seconds", "inf"),
+        ("body_timeout_seconds", 0),
+        ("keep_alive_seconds", 0),
+        ("max_connections", 0),
+    ],
+)
+def test_http_limits_out_of_range_name_the_variable(variable: str, value: object) -> None:
+    assert f"EDGE_{variable.upper()}" in _config_error(**{variable: value})
+
+
+def test_http_limits_defaults() -> None:
+    # docs/configuration.md gives each with its reason (issue 47 rows 1 and 2).
+    s = load_settings(**GOOD)
+    assert s.max_header_bytes == 32 * 1024
+    assert s.header_timeout_seconds == 10.0
+    assert s.body_timeout_seconds == 30.0
+    assert s.keep_alive_seconds == 5
+    assert s.max_connections == 1000

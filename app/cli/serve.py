@@ -46,6 +46,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.http.connection import HttpLimits, protocol_class
     from app.ops.logging import configure_logging
 
     settings = settings_or_exit()
@@ -76,11 +77,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # X-Forwarded-* is never trusted for anything security-relevant: audience and card URLs
         # come from PUBLIC_URL only (CONTRACT §2).
         proxy_headers=False,
-        # Named, not "auto": the C parser and loop are part of the measured configuration
-        # (uvicorn[standard] installs both). A silent fallback to h11/asyncio would cost a
-        # large share of the throughput.
-        http="httptools",
+        # uvicorn's httptools protocol with the head cap, the deadlines and the connection cap
+        # it lacks (app/http/connection.py): named, not "auto": the C parser and loop are part
+        # of the measured configuration (uvicorn[standard] installs both). A silent fallback
+        # to h11/asyncio would cost a large share of the throughput.
+        http=protocol_class(HttpLimits.of(settings)),
         loop="uvloop",
+        # An idle keep-alive connection; a slow one is bounded by the protocol's deadlines.
+        timeout_keep_alive=settings.keep_alive_seconds,
         server_header=False,
         access_log=False,
         log_config=None,
