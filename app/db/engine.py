@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, text
+from sqlalchemy import ColumnElement, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -20,10 +21,14 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import NullPool
 
+from app.db.fence import db_now
 from app.db.signals import Signals
 from app.db.sqlite_file import make_private
 from app.db.statement_pool import StatementPool
 from app.errors import ConfigError
+
+if TYPE_CHECKING:
+    from app.db.storage import Storage
 
 _SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
 
@@ -129,6 +134,17 @@ class Database:
     async def _notify(self, channel: str) -> None:
         async with self.transaction() as session:
             await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
+
+    @functools.cached_property
+    def storage(self) -> Storage:
+        """The stores on this database (``app.db.storage``), built on first use."""
+        from app.db.storage import open_storage  # the stores import this module
+
+        return open_storage(self)
+
+    def clock(self) -> ColumnElement[Any]:
+        """The database's clock for lease comparisons (``app.db.fence.db_now``)."""
+        return db_now(self.is_sqlite)
 
     @property
     def is_sqlite(self) -> bool:

@@ -2,7 +2,7 @@
 GetTask and ListTasks reads, the new-task accept (``app.tasks.accept_pg``), the turn
 pipeline's one-statement units (the worker's fenced turn and task updates, its mailbox reads,
 lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
-``app.tasks.turn_writes_pg``, ``app.push.store_pg``), and through ``connection()`` the push
+``app.db.postgres.turn_writes``, ``app.push.store_pg``), and through ``connection()`` the push
 claim's short transaction.
 
 Why not the SQLAlchemy pool: a checkout and return through ``AsyncEngine.connect`` (greenlet

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Database
 from app.db.models import ActorRow, TaskRow, TurnRow
+from app.db.shared.task_rows import append_history, insert_for, load_task
 from app.db.signals import WakeChannel
 from app.errors import InvalidParams, TaskNotFound, UnsupportedOperation
 from app.security.caller import CallerScope
@@ -35,7 +36,6 @@ from app.tasks import states
 from app.tasks.accept_pg import accept_new_pg
 from app.tasks.push_configs import store_push_config
 from app.tasks.push_secrets import PushSecrets
-from app.tasks.repository import append_history, insert_for, load_task
 from app.tasks.send_params import SendRequest
 from app.tasks.wire import status_doc, utcnow
 from app.text import shown

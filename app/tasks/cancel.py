@@ -14,10 +14,10 @@ from sqlalchemy import update
 from app.db.engine import Database
 from app.db.models import TaskRow, TurnRow
 from app.db.outbox import cancel_undelivered
+from app.db.shared.task_rows import load_history, load_task
 from app.errors import TaskNotCancelable, TaskNotFound
 from app.security.caller import CallerScope
 from app.tasks import states
-from app.tasks.repository import load_history, load_task
 from app.tasks.wire import status_doc, task_doc, utcnow
 from app.text import shown
 

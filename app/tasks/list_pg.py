@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from app.db.postgres.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
-from app.tasks.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.tasks.cursor import encode_cursor
 from app.tasks.list_query import ListQuery
 

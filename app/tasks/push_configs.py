@@ -26,11 +26,11 @@ from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
 from app.db.outbox import CANCELED as OUTBOX_CANCELED
 from app.db.outbox import PENDING as OUTBOX_PENDING
+from app.db.shared.task_rows import insert_for, load_task
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginAllowlist, OriginError, parse_url
 from app.security.caller import CallerScope
 from app.tasks.push_secrets import PushSecrets
-from app.tasks.repository import insert_for, load_task
 from app.text import is_clean, shown
 
 MAX_CONFIG_ID = 128

@@ -16,14 +16,14 @@ from sqlalchemy.sql import ColumnElement
 
 from app.db.engine import Database
 from app.db.models import TaskRow
+from app.db.postgres.batched_reads import GetTaskBatcher
+from app.db.shared.task_rows import load_history, load_task
 from app.errors import InvalidParams, TaskNotFound
 from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
-from app.tasks.batched_reads import GetTaskBatcher
 from app.tasks.cursor import decode_cursor, encode_cursor
 from app.tasks.list_pg import list_page
 from app.tasks.list_query import MAX_PAGE_SIZE, ListQuery
-from app.tasks.repository import load_history, load_task
 from app.tasks.wire import task_doc
 from app.text import shown
 

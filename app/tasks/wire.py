@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from a2a.types import Part
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
-from google.protobuf.timestamp_pb2 import Timestamp
 
+from app.db.documents import as_utc as as_utc
+from app.db.documents import status_doc as status_doc
+from app.db.documents import task_doc as task_doc
+from app.db.documents import timestamp_json as timestamp_json
+from app.db.documents import utcnow as utcnow
 from app.db.models import TaskRow
 from app.errors import InvalidParams
 
@@ -27,23 +30,6 @@ M = TypeVar("M", bound=ProtoMessage)
 _FIELD_RE = re.compile(r"Failed to parse (\w+) field")
 _AT_RE = re.compile(r'at "[A-Za-z]+\.([\w.\[\]]+)"')
 _NAME_RE = re.compile(r'no field named "(\w+)"')
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def as_utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def timestamp_json(value: datetime) -> str:
-    """RFC 3339 in UTC with ``Z``, as protobuf-JSON encodes ``google.protobuf.Timestamp``."""
-    stamp = Timestamp()
-    stamp.FromDatetime(as_utc(value))
-    text: str = stamp.ToJsonString()
-    return text
 
 
 def _field_path(error: json_format.ParseError) -> str:
@@ -96,15 +82,6 @@ def to_json(message: ProtoMessage) -> dict[str, Any]:
     return doc
 
 
-def status_doc(
-    state: str, at: datetime, message: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    doc: dict[str, Any] = {"state": state, "timestamp": timestamp_json(at)}
-    if message is not None:
-        doc["message"] = dict(message)
-    return doc
-
-
 def agent_message(
     *,
     task_id: str,
@@ -134,31 +111,6 @@ def agent_message(
         "role": "ROLE_AGENT",
         "parts": all_parts,
     }
-
-
-def task_doc(
-    row: TaskRow,
-    *,
-    history: list[dict[str, Any]] | None = None,
-    include_artifacts: bool = True,
-    include_metadata: bool = True,
-) -> dict[str, Any]:
-    """One task row (plus the history slice the caller asked for) as a protobuf-JSON Task.
-
-    Validated on write, not re-encoded on read: every stored piece is protobuf-JSON the edge
-    produced itself (the user message through ``parse_send_message``, agent parts and
-    artifacts through ``normalise``, statuses through ``status_doc``), so a read needs no
-    ``a2a.types.Task`` round trip (it cost 7-11 % of a GetTask; bench/README). Empty
-    repeated/map fields are left out, as protobuf-JSON leaves them out.
-    """
-    doc: dict[str, Any] = {"id": row.id, "contextId": row.context_id, "status": dict(row.status)}
-    if include_artifacts and row.artifacts:
-        doc["artifacts"] = list(row.artifacts)
-    if history:
-        doc["history"] = history
-    if include_metadata and row.metadata_:
-        doc["metadata"] = dict(row.metadata_)
-    return doc
 
 
 def normalise(

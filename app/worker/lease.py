@@ -4,12 +4,12 @@ One lease per ``(tenant, identity)``. A claim takes actors whose lease is free o
 whose *head* turn (the lowest ``turns.id`` still ``queued``/``running``) is due, skips rows
 another worker has locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), sets the owner and
 ``lease_until`` from the database clock and bumps ``fence``. Every later write of the holder is
-conditioned on that fence (``app.tasks.fence.fence_holds``), so a claim is the only moment a
+conditioned on that fence (``app.db.fence.fence_holds``), so a claim is the only moment a
 worker "becomes" the identity's runner and a takeover silences the previous holder at once.
 
 Time: PostgreSQL uses its own clock (``now()``) so every replica compares leases against one
 clock. SQLite is single-process: the process clock is the database clock there (see
-``app.tasks.fence.db_now``).
+``Database.clock``).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from app.db.engine import Database
+from app.db.fence import Fence, fence_params
 from app.db.models import ActorRow, TaskRow, TurnRow
 from app.db.models.base import Timestamp
 from app.security.caller import CallerScope
-from app.tasks.fence import Fence, db_now, fence_params
 from app.tasks.states import UNFINISHED_TURNS, UNFINISHED_TURNS_SQL
 
 UNFINISHED = UNFINISHED_TURNS
@@ -81,7 +81,7 @@ def _head_is_due(db: Database) -> ColumnElement[bool]:
     waiting out its retry backoff holds the identity's later turns until it runs or dies)."""
     head = aliased(TurnRow)
     earlier = aliased(TurnRow)
-    now = db_now(db.is_sqlite)
+    now = db.clock()
     return exists(
         select(head.id).where(
             head.tenant == ActorRow.tenant,
@@ -101,7 +101,7 @@ def _head_is_due(db: Database) -> ColumnElement[bool]:
 
 
 def _lease_free(db: Database) -> ColumnElement[bool]:
-    return or_(ActorRow.lease_until.is_(None), ActorRow.lease_until <= db_now(db.is_sqlite))
+    return or_(ActorRow.lease_until.is_(None), ActorRow.lease_until <= db.clock())
 
 
 # The same claim as one hand-written statement for the statement pool (PostgreSQL): through
@@ -165,7 +165,7 @@ async def claim(db: Database, *, owner: str, limit: int, lease_seconds: float) -
             lease_owner=owner,
             lease_until=lease_deadline(db, lease_seconds),
             fence=ActorRow.fence + 1,
-            updated_at=db_now(db.is_sqlite),
+            updated_at=db.clock(),
         )
         .returning(ActorRow.tenant, ActorRow.identity, ActorRow.fence)
         .execution_options(synchronize_session=False)
@@ -240,7 +240,7 @@ async def still_held(db: Database, lease: Lease) -> bool:
     after a guarded write was refused)."""
     async with db.transaction() as s:
         found = await s.execute(
-            select(ActorRow.fence).where(_held(lease), ActorRow.lease_until > db_now(db.is_sqlite))
+            select(ActorRow.fence).where(_held(lease), ActorRow.lease_until > db.clock())
         )
         return found.first() is not None
 

@@ -1,7 +1,7 @@
 """An identity's mailbox: the ``turns`` rows a lease holder drains, in ``turns.id`` order.
 
 Turn statuses: ``queued`` → ``running`` → ``done`` | ``dead`` (failed for good) | ``canceled``.
-Every update here is fenced (``app.tasks.fence.fence_holds``) in the same statement, so a
+Every update here is fenced (``app.db.fence.fence_holds``) in the same statement, so a
 zombie worker that lost its lease cannot move a turn the new holder owns.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 from sqlalchemy import or_, select, update
 
 from app.db.engine import Database
+from app.db.fence import FENCE_SQL, Fence, fence_holds, fence_params
 from app.db.models import TurnRow
+from app.db.postgres.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.db.statement_pool import StatementPool
 from app.security.caller import CallerScope
-from app.tasks.fence import FENCE_SQL, Fence, db_now, fence_holds, fence_params
 from app.tasks.states import TURN_QUEUED, TURN_RUNNING
-from app.tasks.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
 from app.worker.lease import (
     CLAIM_SQL,
     UNFINISHED,
@@ -38,7 +38,7 @@ ERROR_REFUSED = "write_refused"
 # PostgreSQL: each unit below is one autocommit statement on the statement pool. Through the
 # ORM each was a transaction of 3-4 round trips (BEGIN, ``SET LOCAL``, the statement, COMMIT)
 # and ~1 ms of worker CPU; the turn benchmark was bound by them (bench/README). Same rules as
-# the ORM statements: scope, unfinished status and the fence (``app.tasks.fence.FENCE_SQL``)
+# the ORM statements: scope, unfinished status and the fence (``app.db.fence.FENCE_SQL``)
 # in the same WHERE, the database clock for every time.
 _HEAD_SQL = (
     f"SELECT {HEAD_COLUMNS_SQL} FROM (SELECT 1) AS one"  # noqa: S608 (constant fragments only)
@@ -160,9 +160,7 @@ async def head_turn(db: Database, lease: Lease) -> QueuedTurn | None:
                 await s.execute(
                     select(TurnRow.id).where(
                         TurnRow.id == row.id,
-                        or_(
-                            TurnRow.not_before.is_(None), TurnRow.not_before <= db_now(db.is_sqlite)
-                        ),
+                        or_(TurnRow.not_before.is_(None), TurnRow.not_before <= db.clock()),
                     )
                 )
             ).first()
@@ -237,9 +235,9 @@ async def _fenced_update(db: Database, lease: Lease, turn_id: int, **values: Any
             TurnRow.tenant == lease.scope.tenant,
             TurnRow.identity == lease.scope.identity,
             TurnRow.status.in_(UNFINISHED),
-            fence_holds(lease.scope, lease.fence, is_sqlite=db.is_sqlite),
+            fence_holds(lease.scope, lease.fence, now=db.clock()),
         )
-        .values(updated_at=db_now(db.is_sqlite), **values)
+        .values(updated_at=db.clock(), **values)
         .execution_options(synchronize_session=False)
     )
     async with locking_transaction(db) as s:

@@ -34,14 +34,14 @@ from typing import Any, Protocol
 from app.agents.contract import TurnContext, TurnStopped, first_text
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
+from app.db.fence import Fence
+from app.db.turns import Finished, KnownTask, SettleTurn
 from app.errors import TaskNotFound
 from app.ops.metrics import Metrics
 from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
-from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
-from app.tasks.turn_writes_pg import Finished, KnownTask, SettleTurn
 from app.tenants.registry import TenantRecord
 from app.worker import mailbox, turn_start
 from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of

@@ -14,16 +14,18 @@ it acts on. SQLite runs the two units one after the other.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Protocol
 
 from app.db.engine import Database
+from app.db.fence import FENCE_SQL, fence_params
+from app.db.postgres.turn_writes import SNAPSHOT_COLUMNS_SQL, snapshot_from_row
+from app.db.turns import TaskSnapshot
 from app.errors import TaskNotFound
 from app.security.caller import CallerScope
-from app.tasks.fence import FENCE_SQL, fence_params
 from app.tasks.states import RUNNABLE, TURN_RUNNING
-from app.tasks.turn_writes import TaskSnapshot
-from app.tasks.turn_writes_pg import SNAPSHOT_COLUMNS_SQL, snapshot_from_row, working_values
+from app.tasks.turn_writes import working_values
 from app.worker import mailbox
 from app.worker.lease import UNFINISHED, Lease
 from app.worker.mailbox import QueuedTurn
@@ -97,12 +99,11 @@ async def begin(db: Database, loader: SnapshotLoader, lease: Lease, turn: Queued
         turn.task_id,
         turn.attempts == 0,
         state,
-        status,
+        json.dumps(status, separators=(",", ":"), ensure_ascii=False),
         now,
         list(RUNNABLE),
     )
     if row is None or row["applied"] != 1:
         return Begun(applied=False)
-    found = snapshot_from_row(row[2:])
-    read = None if found is None else TaskSnapshot.of(*found)
+    read = snapshot_from_row(row[2:])
     return Begun(applied=True, snapshot=read, marked=row["marked"] == 1)

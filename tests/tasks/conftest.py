@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import func, select, update
 
 from app.db.engine import Database
+from app.db.fence import Fence
 from app.db.models import ActorRow, TaskRow, TurnRow
 from app.security.caller import CallerScope
 from app.settings import Settings, load_settings
 from app.tasks.accept import Accepted, Acceptor
-from app.tasks.fence import Fence
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.send_params import parse_send_message
 from app.tasks.turn_writes import TurnWrites

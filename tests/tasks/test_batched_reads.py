@@ -18,12 +18,12 @@ from sqlalchemy import update
 
 from app.db.engine import Database
 from app.db.models import TaskRow
+from app.db.postgres.batched_reads import GetTaskBatcher, TaskReadFailed, task_text
+from app.db.shared.task_rows import load_history, load_task
 from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
-from app.tasks.batched_reads import GetTaskBatcher, TaskReadFailed, task_text
 from app.tasks.outcome import TurnOutcome
-from app.tasks.repository import load_history, load_task
 from app.tasks.turn_writes import TurnWrites
 from app.tasks.wire import task_doc
 from app.testing.edge import EdgeHarness

@@ -9,11 +9,11 @@ import json
 from sqlalchemy import select, update
 
 from app.db.models import ActorRow, PushConfigRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.shared.task_rows import load_history, load_task
 from app.rpc.responses import RawJson
 from app.tasks.list_query import ListQuery
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.queries import TaskQueries
-from app.tasks.repository import load_history, load_task
 from app.tasks.wire import task_doc, utcnow
 from app.testing.edge import EdgeHarness
 from tests.tasks.conftest import PUSH_URL, SCOPE, send_params

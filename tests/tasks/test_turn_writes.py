@@ -8,18 +8,18 @@ import pytest
 from sqlalchemy import select
 
 from app.db.engine import Database
+from app.db.fence import Fence
 from app.db.models import PushOutboxRow, TaskMessageRow
 from app.db.statement_pool import StatementPool
+from app.db.turns import SettleTurn
 from app.errors import TaskNotCancelable, TaskNotFound
 from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
 from app.tasks.cancel import TaskCanceller
-from app.tasks.fence import Fence
 from app.tasks.outcome import TurnOutcome
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.turn_writes import TurnWrites
-from app.tasks.turn_writes_pg import SettleTurn
 from tests.db.helpers import record_statements
 from tests.tasks.conftest import SCOPE, accept, count, hold_lease, task_row, turns
 
@@ -273,7 +273,7 @@ async def test_finish_refuses_when_history_moved_after_its_read(
     assert [m["messageId"] for m in history] == ["m-1", "m-late", f"{task_id}:final"]
 
 
-# --- finish on what the runner knows (turn_writes_pg.KnownTask) -------------------------------
+# --- finish on what the runner knows (app.db.turns.KnownTask) -------------------------------
 
 ASK = TurnOutcome(
     state=states.INPUT_REQUIRED,
@@ -404,7 +404,7 @@ async def test_finish_on_what_the_runner_knows_is_one_statement(
     assert len(queries) == 3
 
 
-# --- finish and settle the worker's turn in one statement (turn_writes_pg.SettleTurn) ---------
+# --- finish and settle the worker's turn in one statement (app.db.turns.SettleTurn) ---------
 
 
 async def test_finish_and_settle_settles_the_turn_with_the_outcome(

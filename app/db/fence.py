@@ -51,14 +51,17 @@ def db_now(is_sqlite: bool) -> ColumnElement[Any]:
     return func.now()
 
 
-def fence_holds(scope: CallerScope, fence: Fence, *, is_sqlite: bool) -> ColumnElement[bool]:
-    """``EXISTS`` clause: the actor still holds ``fence`` under an unexpired lease."""
+def fence_holds(
+    scope: CallerScope, fence: Fence, *, now: ColumnElement[Any]
+) -> ColumnElement[bool]:
+    """``EXISTS`` clause: the actor still holds ``fence`` under a lease unexpired at ``now``
+    (the storage's clock, ``db_now``)."""
     return exists(
         select(ActorRow.tenant).where(
             ActorRow.tenant == scope.tenant,
             ActorRow.identity == scope.identity,
             ActorRow.fence == fence.token,
             ActorRow.lease_owner == fence.owner,
-            ActorRow.lease_until > db_now(is_sqlite),
+            ActorRow.lease_until > now,
         )
     )

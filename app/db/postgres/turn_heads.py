@@ -2,13 +2,14 @@
 
 One fragment for every PostgreSQL statement that reads it: the drain's own head read, the
 claim (``mailbox.claim_with_heads``), settling a turn (``mailbox.settle_and_head``) and the
-outcome write that settles one (``turn_writes_pg``). The rows it yields have the columns of
-``HEAD_COLUMNS_SQL``; ``app.worker.mailbox.queued_turn`` reads them (a NULL ``id``: no head).
+outcome write that settles one (``app.db.postgres.turn_writes``). The rows it yields have the
+columns of ``HEAD_COLUMNS_SQL``; ``app.worker.mailbox.queued_turn`` reads them (a NULL ``id``:
+no head).
 """
 
 from __future__ import annotations
 
-from app.tasks.states import UNFINISHED_TURNS_SQL
+from app.db.states import UNFINISHED_TURNS_SQL
 
 HEAD_COLUMNS_SQL = "h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due"
 

@@ -1,0 +1,1 @@
+"""SQLAlchemy code both storage backends run where their SQL is the same."""

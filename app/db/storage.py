@@ -1,0 +1,48 @@
+"""The storage seam (ARCHITECTURE, Storage): the stores of one database, chosen once.
+
+``open_storage`` is the one place that picks the PostgreSQL or the SQLite implementation of
+each store (``app.db.postgres``, ``app.db.shared``); everything above ``app.db`` works with the
+protocols and with what ``Storage`` says about the backend (``shares_across_processes``), never
+with the dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.engine import make_url
+
+from app.db.engine import Database
+from app.db.postgres.turn_writes import PostgresTurnWrites
+from app.db.shared.turn_writes import SharedTurnWrites
+from app.db.signals import Signals
+from app.db.turns import TurnWriteStore
+
+
+def shares_across_processes(database_url: str) -> bool:
+    """Whether several processes may use the database at ``database_url`` at once
+    (PostgreSQL); SQLite is the embedded single-process store."""
+    return not make_url(database_url).drivername.startswith("sqlite")
+
+
+@dataclass(frozen=True)
+class Storage:
+    db: Database
+    shares_across_processes: bool
+    signals: Signals
+    turn_writes: TurnWriteStore
+
+
+def open_storage(db: Database) -> Storage:
+    """The stores on ``db``: the backend is chosen here, once."""
+    shared = SharedTurnWrites(db, db.clock)
+    pool = db.statement_pool
+    turn_writes: TurnWriteStore = (
+        shared if pool is None else PostgresTurnWrites(pool, shared, db.signals.pushes)
+    )
+    return Storage(
+        db=db,
+        shares_across_processes=pool is not None,
+        signals=db.signals,
+        turn_writes=turn_writes,
+    )
