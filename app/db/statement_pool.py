@@ -1,5 +1,5 @@
 """A small pool of raw asyncpg connections for single autocommit statements on PostgreSQL:
-GetTask and ListTasks reads, the new-task accept (``app.tasks.accept_pg``), the turn
+GetTask and ListTasks reads, the new-task accept (``app.db.postgres.accepts``), the turn
 pipeline's one-statement units (the worker's fenced turn and task updates, its mailbox reads,
 lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
 ``app.db.postgres.turn_writes``, ``app.push.store_pg``), and through ``connection()`` the push

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import make_url
 
+from app.db.accepts import AcceptStore
 from app.db.engine import Database
+from app.db.postgres.accepts import PostgresAccepts
 from app.db.postgres.turn_writes import PostgresTurnWrites
+from app.db.shared.accepts import SharedAccepts
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
 from app.db.turns import TurnWriteStore
@@ -30,19 +33,23 @@ class Storage:
     db: Database
     shares_across_processes: bool
     signals: Signals
+    accepts: AcceptStore
     turn_writes: TurnWriteStore
 
 
 def open_storage(db: Database) -> Storage:
     """The stores on ``db``: the backend is chosen here, once."""
-    shared = SharedTurnWrites(db, db.clock)
-    pool = db.statement_pool
-    turn_writes: TurnWriteStore = (
-        shared if pool is None else PostgresTurnWrites(pool, shared, db.signals.pushes)
-    )
+    signals = db.signals
+    accepts: AcceptStore = SharedAccepts(db)
+    turn_writes: TurnWriteStore = SharedTurnWrites(db, db.clock)
+    pool = db.statement_pool  # PostgreSQL's: its fast paths run on it
+    if pool is not None:
+        accepts = PostgresAccepts(pool, SharedAccepts(db), signals.turns)
+        turn_writes = PostgresTurnWrites(pool, SharedTurnWrites(db, db.clock), signals.pushes)
     return Storage(
         db=db,
         shares_across_processes=pool is not None,
-        signals=db.signals,
+        signals=signals,
+        accepts=accepts,
         turn_writes=turn_writes,
     )

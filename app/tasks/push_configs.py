@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import base64
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import TaskPushNotificationConfig
-from sqlalchemy import ColumnElement, delete, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.accepts import SealedPush
 from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
 from app.db.outbox import CANCELED as OUTBOX_CANCELED
 from app.db.outbox import PENDING as OUTBOX_PENDING
-from app.db.shared.task_rows import insert_for, load_task
+from app.db.shared.push_configs import store_push_config
+from app.db.shared.task_rows import load_task
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginAllowlist, OriginError, parse_url
 from app.security.caller import CallerScope
@@ -34,7 +35,6 @@ from app.tasks.push_secrets import PushSecrets
 from app.text import is_clean, shown
 
 MAX_CONFIG_ID = 128
-MAX_CONFIGS_PER_TASK = 10  # each push of the task goes to every one of them
 _CURSOR = re.compile(r"[A-Za-z0-9_-]+")  # what _encode_id_cursor writes
 MAX_SECRET = 4096
 # RFC 9110 §5.6.2 token: an auth scheme is sent as ``Authorization: <scheme> <credentials>``.
@@ -130,77 +130,17 @@ def validate_push_config(
     )
 
 
-async def store_push_config(
-    session: AsyncSession,
-    scope: CallerScope,
-    task_id: str,
-    config: PushConfigInput,
-    secrets: PushSecrets,
-    *,
-    reuse_same_url: bool = False,
-) -> str:
-    """Insert or replace one config of the task (in the caller's transaction); returns its id.
-
-    Without an id, ``reuse_same_url`` makes a continuation that repeats the task's push url
-    update that config instead of adding a second one (which would double every push).
-    """
-    config_id = config.id
-    if config_id is None and reuse_same_url:
-        config_id = (
-            await session.execute(
-                select(PushConfigRow.id)
-                .where(*_of_task(scope, task_id), PushConfigRow.url == config.url)
-                .order_by(PushConfigRow.created_at, PushConfigRow.id)
-                .limit(1)
-            )
-        ).scalar_one_or_none()
-    config_id = config_id or str(uuid.uuid4())
-    await _check_room(session, scope, task_id, config_id)
-    values = {
-        "url": config.url,
-        "token_enc": secrets.encrypt(config.token) if config.token else None,
-        "auth_scheme": config.auth_scheme,
-        "auth_credentials_enc": (
+def seal(config: PushConfigInput, secrets: PushSecrets) -> SealedPush:
+    """The config as stored: token and credentials encrypted at rest."""
+    return SealedPush(
+        id=config.id,
+        url=config.url,
+        token_enc=secrets.encrypt(config.token) if config.token else None,
+        auth_scheme=config.auth_scheme,
+        auth_credentials_enc=(
             secrets.encrypt(config.auth_credentials) if config.auth_credentials else None
         ),
-    }
-    stmt = insert_for(session, PushConfigRow).values(
-        tenant=scope.tenant, identity=scope.identity, task_id=task_id, id=config_id, **values
     )
-    await session.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["tenant", "task_id", "id"],
-            set_=values,
-            # The PK has no identity column: never let one caller overwrite another's row.
-            where=PushConfigRow.identity == scope.identity,
-        )
-    )
-    return config_id
-
-
-def _of_task(scope: CallerScope, task_id: str) -> tuple[ColumnElement[bool], ...]:
-    """The caller's configs of one task (every query here takes the caller scope)."""
-    return (
-        PushConfigRow.tenant == scope.tenant,
-        PushConfigRow.identity == scope.identity,
-        PushConfigRow.task_id == task_id,
-    )
-
-
-async def _check_room(
-    session: AsyncSession, scope: CallerScope, task_id: str, config_id: str
-) -> None:
-    """A new config id must find the task below ``MAX_CONFIGS_PER_TASK`` (replacing one is
-    always allowed): every push of the task goes to each config, so an unbounded number
-    would let one caller multiply the outbox and the gateway's traffic (found by audit: 1,004
-    configs on one task were accepted)."""
-    query = select(PushConfigRow.id).where(*_of_task(scope, task_id))
-    held = (await session.execute(query.limit(MAX_CONFIGS_PER_TASK + 1))).scalars().all()
-    if config_id not in held and len(held) >= MAX_CONFIGS_PER_TASK:
-        raise InvalidParams(
-            f"a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; "
-            "replace or delete one"
-        )
 
 
 def public_config(row: PushConfigRow) -> dict[str, Any]:
@@ -251,7 +191,7 @@ class PushConfigService:
         async with self._db.transaction() as session:
             await self._require_task(session, scope, config.task_id)
             config_id = await store_push_config(
-                session, scope, config.task_id, checked, self._secrets
+                session, scope, config.task_id, seal(checked, self._secrets)
             )
             row = await self._row(session, scope, config.task_id, config_id)
         assert row is not None

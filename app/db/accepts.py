@@ -1,0 +1,97 @@
+"""The accept store: a message's turn with its task, as one unit of work (CONTRACT §5).
+
+``AcceptStore`` is the seam between the accept path (``app.tasks.accept``: parsing, keys,
+which states a message may continue, the documents) and the backends: the SQLAlchemy
+transaction both run (``app.db.shared.accepts``) and PostgreSQL's one-statement new-task
+accept (``app.db.postgres.accepts``). Idempotency rests on ``UNIQUE (tenant, identity,
+message_id)`` of ``turns``: the turn is inserted first with ``ON CONFLICT DO NOTHING``; no row
+back means a retry (or a concurrent twin) already won, and the answer is *its* task.
+
+A created turn wakes a worker: this process's after the commit, the others by ``NOTIFY``
+inside the unit of work when none of ours has a free slot (``app.db.signals``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from app.db.models import TaskRow
+from app.security.caller import CallerScope
+
+
+@dataclass(frozen=True)
+class SealedPush:
+    """A push config as stored: its secrets already encrypted (``app.tasks.push_secrets``)."""
+
+    id: str | None
+    url: str
+    token_enc: str | None
+    auth_scheme: str | None
+    auth_credentials_enc: str | None
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """The turn a message queues, and the message as the task's history records it."""
+
+    key: str  # turns.message_id: the idempotency key
+    message_id: str  # the client's message id, which finds the twin of a retry
+    content_hash: str
+    payload: dict[str, Any]
+    message: dict[str, Any]  # the user's message; the store adds taskId and contextId
+    push: SealedPush | None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The state an accepted task is (back) in, with its status document."""
+
+    state: str
+    status: dict[str, Any]
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Accepted:
+    task: TaskRow
+    created: bool  # False: an earlier identical message already holds this turn
+
+
+# Why a continuation is refused, from the task's id and its state.
+Refusal = Callable[[str, str], Exception]
+
+
+class AcceptStore(Protocol):
+    async def start(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str,
+        submission: Submission,
+    ) -> Accepted:
+        """A new task ``task_id`` with its first turn, history message, push config and actor
+        row; or, when the key is taken, the task of the message that took it
+        (``InvalidParams`` if that message's content differs)."""
+        ...
+
+    async def resume(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str | None,
+        resumable: frozenset[str],
+        submission: Submission,
+        refuse: Refusal,
+    ) -> Accepted:
+        """A ``resume`` turn for ``task_id``, moving the task from a ``resumable`` state to
+        ``submission`` by compare-and-set; ``TaskNotFound`` outside the scope,
+        ``InvalidParams`` for another ``context_id``, ``refuse(task id, state)`` raised when
+        the task is in no resumable state."""
+        ...

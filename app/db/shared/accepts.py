@@ -1,0 +1,196 @@
+"""The accept store as one SQLAlchemy transaction (``app.db.accepts.AcceptStore``).
+
+SQLite runs all of it; PostgreSQL runs continuations and a taken key's answer from here and a
+new task as one statement (``app.db.postgres.accepts``). The turn insert comes first: it is
+the idempotency decision, and on SQLite a write as the first statement takes the write lock
+up front (no stale-snapshot upgrade). Continuation: the task is moved back by a
+compare-and-set in the same transaction that queues the ``resume`` turn, so two answers racing
+for one question cannot both resume it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import states
+from app.db.accepts import Accepted, NewTurn, Refusal, Submission
+from app.db.engine import Database
+from app.db.models import ActorRow, TaskRow, TurnRow
+from app.db.shared.push_configs import store_push_config
+from app.db.shared.task_rows import append_history, insert_for, load_task
+from app.db.signals import WakeChannel
+from app.errors import InvalidParams, TaskNotFound
+from app.security.caller import CallerScope
+from app.text import shown
+
+
+class SharedAccepts:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._turns: WakeChannel = db.signals.turns
+
+    async def start(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str,
+        submission: Submission,
+    ) -> Accepted:
+        channel = self._turns.remote_channel()
+        async with self._db.transaction() as session:
+            if not await _insert_turn(session, scope, turn, task_id, states.TURN_START, submission):
+                return await existing(session, scope, turn)
+            task = TaskRow(
+                tenant=scope.tenant,
+                id=task_id,
+                identity=scope.identity,
+                context_id=context_id,
+                state=submission.state,
+                status=submission.status,
+                artifacts=[],
+                metadata_={},
+                created_at=submission.at,
+                updated_at=submission.at,
+                version=1,
+            )
+            session.add(task)
+            await session.flush()
+            await _record(session, scope, turn, task_id, context_id, channel)
+        self._turns.notify_local()
+        return Accepted(task=task, created=True)
+
+    async def resume(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str | None,
+        resumable: frozenset[str],
+        submission: Submission,
+        refuse: Refusal,
+    ) -> Accepted:
+        channel = self._turns.remote_channel()
+        async with self._db.transaction() as session:
+            if not await _insert_turn(
+                session, scope, turn, task_id, states.TURN_RESUME, submission
+            ):
+                return await existing(session, scope, turn)
+            task = await load_task(session, scope, task_id)
+            if task is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            if context_id is not None and context_id != task.context_id:
+                raise InvalidParams(
+                    "params.message.contextId does not match the task's contextId",
+                    reason="context_mismatch",
+                )
+            resumed = await session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.tenant == scope.tenant,
+                    TaskRow.identity == scope.identity,
+                    TaskRow.id == task.id,
+                    TaskRow.state.in_(resumable),
+                )
+                .values(
+                    state=submission.state,
+                    status=submission.status,
+                    updated_at=submission.at,
+                    version=TaskRow.version + 1,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if _rowcount(resumed) != 1:
+                current = await load_task(session, scope, task.id)
+                raise refuse(task.id, current.state if current is not None else task.state)
+            await _record(session, scope, turn, task.id, task.context_id, channel)
+            await session.refresh(task)
+        self._turns.notify_local()
+        return Accepted(task=task, created=True)
+
+
+async def existing(session: AsyncSession, scope: CallerScope, turn: NewTurn) -> Accepted:
+    """The task of the message that holds the key: a retry, or a concurrent twin."""
+    held = (
+        await session.execute(
+            select(TurnRow.task_id, TurnRow.content_hash).where(
+                TurnRow.tenant == scope.tenant,
+                TurnRow.identity == scope.identity,
+                TurnRow.message_id == turn.message_id,
+            )
+        )
+    ).one_or_none()
+    if held is None:  # the twin rolled back between our insert and this read: rare
+        raise TaskNotFound("task not found; retry the message")
+    if held.content_hash != turn.content_hash:
+        raise InvalidParams(
+            "params.message.messageId was already used with different content",
+            reason="message_id_conflict",
+        )
+    task = await load_task(session, scope, held.task_id)
+    if task is None:
+        raise TaskNotFound(f"task '{held.task_id}' not found")
+    return Accepted(task=task, created=False)
+
+
+async def _insert_turn(
+    session: AsyncSession,
+    scope: CallerScope,
+    turn: NewTurn,
+    task_id: str,
+    kind: str,
+    submission: Submission,
+) -> bool:
+    stmt = (
+        insert_for(session, TurnRow)
+        .values(
+            tenant=scope.tenant,
+            identity=scope.identity,
+            message_id=turn.key,
+            task_id=task_id,
+            kind=kind,
+            status=states.TURN_QUEUED,
+            attempts=0,
+            not_before=None,
+            content_hash=turn.content_hash,
+            payload=turn.payload,
+            created_at=submission.at,
+            updated_at=submission.at,
+        )
+        .on_conflict_do_nothing(index_elements=["tenant", "identity", "message_id"])
+        .returning(TurnRow.id)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none() is not None
+
+
+async def _record(
+    session: AsyncSession,
+    scope: CallerScope,
+    turn: NewTurn,
+    task_id: str,
+    context_id: str,
+    channel: str | None,
+) -> None:
+    """The accepted message in the history, its push config, the actor row and the wake-up."""
+    message = {**turn.message, "taskId": task_id, "contextId": context_id}
+    await append_history(session, scope, task_id, role="ROLE_USER", message=message)
+    if turn.push is not None:
+        await store_push_config(session, scope, task_id, turn.push, reuse_same_url=True)
+    # DO NOTHING: accept never waits on the row lock a worker's claim holds.
+    await session.execute(
+        insert_for(session, ActorRow)
+        .values(tenant=scope.tenant, identity=scope.identity, fence=0)
+        .on_conflict_do_nothing(index_elements=["tenant", "identity"])
+    )
+    if channel is not None:
+        # Delivered to LISTENers at commit, never for a rolled-back accept.
+        await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
