@@ -197,10 +197,6 @@ class Settings(BaseSettings):
             "A2A_SIGNING_KEY: required (or A2A_SIGNING_KEY_FILE); generate one with looping-keys"
         )
 
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
-
     def validate_for_serving(self) -> None:
         """The checks that need more than one field; raise ``ConfigError`` naming the variable."""
         if not self.public_url:

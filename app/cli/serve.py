@@ -12,6 +12,7 @@ from app.cli.common import (
     open_database,
     settings_or_exit,
 )
+from app.db.storage import shares_across_processes
 from app.errors import ConfigError
 
 MAX_SERVE_WORKERS = 64
@@ -56,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # Each process holds its own database pools (EDGE_DB_POOL_SIZE and the read pool):
         # past a few dozen, PostgreSQL's max_connections and the host's memory run out first.
         return fail(f"--workers must be between 1 and {MAX_SERVE_WORKERS}")
-    if settings.is_sqlite and args.workers > 1:
+    if args.workers > 1 and not shares_across_processes(settings.database_url):
         return fail("--workers > 1 needs PostgreSQL (SQLite runs in one process)", EXIT_CONFIG)
     try:
         settings.validate_for_serving()

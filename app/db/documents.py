@@ -8,12 +8,21 @@ document and the task document of one row.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from app.db.models import TaskRow
+
+
+@dataclass(frozen=True, slots=True)
+class RawJson:
+    """A result that is already JSON text (built by the database): spliced into the response
+    as is, so a stored document is not decoded and re-encoded on every read."""
+
+    text: str
 
 
 def utcnow() -> datetime:

@@ -15,10 +15,13 @@ from sqlalchemy.engine import make_url
 from app.db.accepts import AcceptStore
 from app.db.engine import Database
 from app.db.postgres.accepts import PostgresAccepts
+from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
 from app.db.shared.accepts import SharedAccepts
+from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
+from app.db.task_reads import TaskReadStore
 from app.db.turns import TurnWriteStore
 
 
@@ -34,6 +37,7 @@ class Storage:
     shares_across_processes: bool
     signals: Signals
     accepts: AcceptStore
+    task_reads: TaskReadStore
     turn_writes: TurnWriteStore
 
 
@@ -41,15 +45,18 @@ def open_storage(db: Database) -> Storage:
     """The stores on ``db``: the backend is chosen here, once."""
     signals = db.signals
     accepts: AcceptStore = SharedAccepts(db)
+    task_reads: TaskReadStore = SharedTaskReads(db)
     turn_writes: TurnWriteStore = SharedTurnWrites(db, db.clock)
     pool = db.statement_pool  # PostgreSQL's: its fast paths run on it
     if pool is not None:
         accepts = PostgresAccepts(pool, SharedAccepts(db), signals.turns)
+        task_reads = PostgresTaskReads(pool)
         turn_writes = PostgresTurnWrites(pool, SharedTurnWrites(db, db.clock), signals.pushes)
     return Storage(
         db=db,
         shares_across_processes=pool is not None,
         signals=signals,
         accepts=accepts,
+        task_reads=task_reads,
         turn_writes=turn_writes,
     )

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from app.db.documents import RawJson as RawJson
 from app.errors import RpcError
 from app.rpc.envelope import RequestId
 
 ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 A2A_DOMAIN = "a2a-protocol.org"
-
-
-@dataclass(frozen=True, slots=True)
-class RawJson:
-    """A result that is already JSON text (built by the database): spliced into the response
-    as is, so a stored document is not decoded and re-encoded on every read."""
-
-    text: str
 
 
 def success(request_id: RequestId, result: Any) -> dict[str, Any]:

@@ -19,12 +19,12 @@ from a2a.types import (
     TaskState,
 )
 
+from app.db.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
 from app.errors import InvalidParams
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.accept import Acceptor
 from app.tasks.blocking import wait_settled
 from app.tasks.cancel import TaskCanceller
-from app.tasks.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
 from app.tasks.push_configs import PushConfigService
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.queries import TaskQueries

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
+from app.db.cursor import decode_cursor, encode_cursor
 from app.db.models import TaskRow
 from app.tasks import states
-from app.tasks.cursor import decode_cursor, encode_cursor
 from app.tasks.outcome import TurnOutcome
 from app.tasks.turn_writes import TurnWrites
 from app.tasks.wire import timestamp_json, utcnow

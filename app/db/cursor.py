@@ -11,8 +11,8 @@ import binascii
 import json
 from datetime import datetime
 
+from app.db.documents import as_utc
 from app.errors import InvalidParams
-from app.tasks.wire import as_utc
 from app.text import is_clean
 
 

@@ -5,8 +5,8 @@ two statements in a transaction, an ORM object per row, three ``jsonb`` decodes 
 ``task_doc`` dict per row and the whole page encoded again, with enough garbage for the cyclic
 collector to run about once per request. Here one autocommit statement on the statement pool
 returns the page's stored values as PostgreSQL's JSON text (``TASK_COLUMNS_SQL``, the pieces
-GetTask uses) plus the total, and the edge joins strings. SQLite keeps the ORM path
-(``TaskQueries.list_through_orm``), and the tests hold the two to the same documents.
+GetTask uses) plus the total, and the edge joins strings. SQLite keeps the shared path
+(``app.db.shared.task_reads``), and the tests hold the two to the same documents.
 
 Same rules as the ORM path: scope (tenant AND identity) first in every WHERE, the same
 filters, ``totalSize`` counted over the filters without the cursor, newest first by
@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from app.db.cursor import encode_cursor
+from app.db.documents import RawJson
+from app.db.list_query import ListQuery
 from app.db.postgres.batched_reads import TASK_COLUMNS_SQL, task_text
-from app.rpc.responses import RawJson
 from app.security.caller import CallerScope
-from app.tasks.cursor import encode_cursor
-from app.tasks.list_query import ListQuery
 
 
 class ListRunner(Protocol):

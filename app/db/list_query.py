@@ -1,5 +1,5 @@
 """What a ListTasks page asks for (CONTRACT §5), shared by the ORM path
-(``app.tasks.queries``) and the PostgreSQL statement (``app.tasks.list_pg``)."""
+(``app.tasks.queries``) and the PostgreSQL statement (``app.db.postgres.list_tasks``)."""
 
 from __future__ import annotations
 
