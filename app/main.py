@@ -1,4 +1,4 @@
-"""The app factory: settings in, a wired ASGI app out.
+"""The app factory: settings in, a wired FastAPI app out.
 
 Settings are built once by the caller (CLI or tests) and passed in; the lifespan starts the
 background loops (turn workers, push delivery) and closes every resource on shutdown.
@@ -10,13 +10,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from starlette.applications import Starlette
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from app.http.routes import RpcEndpoint, build_routes
+from app.http.routes import RpcEndpoint, add_rpc_route, build_router
 from app.method_table import build_method_table
 from app.rpc.dispatch import RpcDispatcher
 from app.services import EdgeServices
@@ -30,8 +31,13 @@ async def _not_found(_: Request, exc: Exception) -> Response:
     return PlainTextResponse("bad request", status_code=status)
 
 
-class EdgeApp(Starlette):
-    """Starlette, with ``POST <rpc_path>`` answered before the middleware stack and router."""
+async def _bad_request(_: Request, __: Exception) -> Response:
+    # A request FastAPI cannot bind to a route's typed parameters: no 422 with a schema dump.
+    return PlainTextResponse("bad request", status_code=400)
+
+
+class EdgeApp(FastAPI):
+    """FastAPI, with ``POST <rpc_path>`` answered before the middleware stack and router."""
 
     def __init__(self, *, rpc_path: str, rpc: RpcEndpoint, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -50,17 +56,20 @@ class EdgeApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
-def create_app(services: EdgeServices) -> Starlette:
+def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
+    """The edge's ASGI app. ``raw_rpc=False`` serves the RPC path as a plain FastAPI route
+    (the bench's comparison, ``bench/asgi_path.py``)."""
+    settings = services.settings
     dispatcher = RpcDispatcher(
         verifier=services.verifier,
         tenants=services.tenants,
         methods=build_method_table(services),
-        max_body_bytes=services.settings.max_body_bytes,
+        max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
     )
 
     @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         for service in services.background:
             await service.start()
         try:
@@ -71,16 +80,25 @@ def create_app(services: EdgeServices) -> Starlette:
                 await service.stop()
             await services.aclose()
 
-    # Plain Starlette, not FastAPI: the routes use no dependency injection, and FastAPI's
-    # extra middleware (AsyncExitStackMiddleware) was measurable on every request (bench/README).
-    app = EdgeApp(
-        rpc_path=services.settings.rpc_path,
-        rpc=RpcEndpoint(dispatcher),
-        lifespan=lifespan,
-        exception_handlers={HTTPException: _not_found},
-    )
-    # POST /a2a/ is a 404, never a redirect to /a2a (REFERENCE-CASES 105).
-    app.router.redirect_slashes = False
-    app.router.routes.extend(build_routes(services, dispatcher))
+    docs = settings.openapi_docs
+    options: dict[str, Any] = {
+        "title": settings.card_name,
+        "version": settings.card_version,
+        "openapi_url": "/openapi.json" if docs else None,
+        "docs_url": "/docs" if docs else None,
+        "redoc_url": None,
+        "lifespan": lifespan,
+        "exception_handlers": {HTTPException: _not_found, RequestValidationError: _bad_request},
+        # POST /a2a/ is a 404, never a redirect to /a2a (REFERENCE-CASES 105).
+        "redirect_slashes": False,
+    }
+    router = build_router(services)
+    app: FastAPI
+    if raw_rpc:
+        app = EdgeApp(rpc_path=settings.rpc_path, rpc=RpcEndpoint(dispatcher), **options)
+    else:
+        app = FastAPI(**options)
+        add_rpc_route(router, settings.rpc_path, dispatcher)
+    app.include_router(router)
     app.state.services = services
     return app

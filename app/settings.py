@@ -119,6 +119,10 @@ class Settings(BaseSettings):
     # --- ops ----------------------------------------------------------------------------------
     log_level: str = "INFO"
     log_json: bool = True
+    # EDGE_OPENAPI_DOCS: serve FastAPI's /docs and /openapi.json (operational routes only; the
+    # JSON-RPC methods are not described there). Off by default: CONTRACT §2 answers 404 to
+    # every path it does not list, and a public edge has no use for a schema browser.
+    openapi_docs: bool = False
 
     @field_validator("gateway_origins", mode="before")
     @classmethod

@@ -1,16 +1,18 @@
-"""HTTP routes: thin adapters from Starlette requests to the framework-free services.
+"""HTTP routes: thin adapters from HTTP requests to the framework-free services.
 
-Plain Starlette endpoints (no FastAPI dependency injection) keep the hot path short.
+The operational routes are FastAPI routes (``build_router``); the JSON-RPC endpoint is either
+a bare ASGI callable served ahead of the router (``RpcEndpoint``) or a FastAPI route
+(``add_rpc_route``): ``app.main`` says which, and why.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
+from fastapi import APIRouter, Header
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
@@ -106,22 +108,26 @@ async def _send_outcome(send: Send, outcome: RpcOutcome) -> None:
     await send({"type": "http.response.body", "body": outcome.body})
 
 
-def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Route]:
+def build_router(services: EdgeServices) -> APIRouter:
+    """The operational routes (CONTRACT §2), typed FastAPI routes; ``HEAD`` answers as ``GET``.
+
+    Each returns a ``Response`` it builds itself, so the bytes and headers are exactly the
+    contract's (no response-model serialisation in between).
+    """
     settings = services.settings
     jwks_body = json.dumps(services.key.jwks(), separators=(",", ":")).encode()
     card_cache_control = f"public, max-age={settings.card_max_age_seconds}"
 
-    async def jwks(_: Request) -> Response:
+    async def jwks() -> Response:
         return Response(
             jwks_body,
             media_type="application/json",
             headers={"Cache-Control": "public, max-age=3600"},
         )
 
-    async def agent_card(request: Request) -> Response:
+    async def agent_card(if_none_match: Annotated[str, Header()] = "") -> Response:
         doc = services.cards.stub_card(await services.tenants.enabled_ids())
         headers = {"Cache-Control": card_cache_control, "ETag": doc.etag}
-        if_none_match = request.headers.get("if-none-match", "")
         # RFC 9110 §13.1.2: a list of entity tags, or "*", compared weakly (a W/ prefix on
         # the client's copy of our strong tag still matches).
         tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
@@ -129,28 +135,51 @@ def build_routes(services: EdgeServices, dispatcher: RpcDispatcher) -> list[Rout
             return Response(status_code=304, headers=headers)
         return Response(doc.body, media_type="application/json", headers=headers)
 
-    async def livez(_: Request) -> Response:
+    async def livez() -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    async def readyz(_: Request) -> Response:
+    async def readyz() -> JSONResponse:
         ready, detail = await services.readiness.check()
         return JSONResponse(
             {"status": "ready" if ready else "not ready", **detail},
             status_code=200 if ready else 503,
         )
 
-    async def metrics(_: Request) -> Response:
+    async def metrics() -> Response:
         return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    return [
-        Route(
-            settings.rpc_path,
-            RpcEndpoint(dispatcher),
-            methods=["POST"],
-        ),
-        Route(settings.jwks_path, jwks, methods=["GET"]),
-        Route(AGENT_CARD_PATH, agent_card, methods=["GET"]),
-        Route("/livez", livez, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-    ]
+    router = APIRouter()
+    for path, endpoint in (
+        (settings.jwks_path, jwks),
+        (AGENT_CARD_PATH, agent_card),
+        ("/livez", livez),
+        ("/readyz", readyz),
+        ("/metrics", metrics),
+    ):
+        router.add_api_route(path, endpoint, methods=["GET"], response_class=Response)
+        # Starlette answers HEAD on a GET route (REFERENCE-CASES 57); FastAPI routes only
+        # what is listed. Not described twice in the schema.
+        router.add_api_route(
+            path, endpoint, methods=["HEAD"], response_class=Response, include_in_schema=False
+        )
+    return router
+
+
+def add_rpc_route(router: APIRouter, rpc_path: str, dispatcher: RpcDispatcher) -> None:
+    """``POST <rpc_path>`` as a plain FastAPI route (the alternative to ``RpcEndpoint``)."""
+
+    @router.post(rpc_path, response_class=Response, include_in_schema=False)
+    async def rpc(request: Request) -> Response:
+        authorization, duplicate_authorization, version, declared = _read_headers(request.scope)
+        outcome = await dispatcher.handle(
+            authorization=authorization,
+            version=version,
+            read_body=_BodyReader(declared, request.receive).read,
+            duplicate_authorization=duplicate_authorization,
+        )
+        return Response(
+            outcome.body,
+            status_code=outcome.status_code,
+            headers=outcome.headers,
+            media_type=outcome.media_type,
+        )

@@ -6,9 +6,12 @@ import base64
 import json
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
+from fastapi import FastAPI
 
 from app.db.engine import Database
+from app.main import create_app
 from app.ops.health import Readiness
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.testing.edge import EdgeHarness, demo_manifest, edge_harness
@@ -124,6 +127,10 @@ async def test_audience_is_not_taken_from_the_host_header(edge: EdgeHarness, hos
         ("GET", "/a2a"),
         ("POST", "/.well-known/agent-card.json"),
         ("DELETE", "/.well-known/jwks.json"),
+        # FastAPI's documentation routes are off unless EDGE_OPENAPI_DOCS turns them on.
+        ("GET", "/docs"),
+        ("GET", "/redoc"),
+        ("GET", "/openapi.json"),
     ],
 )
 async def test_anything_else_is_404(edge: EdgeHarness, method: str, path: str) -> None:
@@ -238,3 +245,34 @@ async def test_two_authorization_headers_are_refused(edge: EdgeHarness) -> None:
     assert token not in r.text
     single = await edge.client.post("/a2a", content=body, headers=headers[1:])
     assert single.status_code == 200 and "result" in single.json()
+
+
+async def test_openapi_docs_are_served_only_when_the_setting_says_so(db_url: str) -> None:
+    async with edge_harness(db_url, openapi_docs=True) as harness:
+        schema = (await harness.client.get("/openapi.json")).json()
+        assert {"/livez", "/readyz", "/metrics", "/.well-known/agent-card.json"} <= set(
+            schema["paths"]
+        )
+        assert "/a2a" not in schema["paths"]  # the JSON-RPC methods are not described there
+        assert (await harness.client.get("/docs")).status_code == 200
+
+
+def test_the_app_is_a_fastapi_app(edge: EdgeHarness) -> None:
+    assert isinstance(create_app(edge.services), FastAPI)
+    assert isinstance(create_app(edge.services, raw_rpc=False), FastAPI)
+
+
+async def test_the_rpc_route_variant_answers_like_the_raw_endpoint(edge: EdgeHarness) -> None:
+    """``raw_rpc=False`` (the bench's comparison) gives the same answers, byte for byte."""
+    body = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"tenant": "demo", "id": "x"}}
+    routed = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(edge.services, raw_rpc=False)),
+        base_url=str(edge.client.base_url),
+    )
+    async with routed:
+        for headers in ({}, edge.headers(), {**edge.headers(), "A2A-Version": "0.3"}):
+            raw = await edge.client.post("/a2a", json=body, headers=headers)
+            via_route = await routed.post("/a2a", json=body, headers=headers)
+            assert (via_route.status_code, via_route.content) == (raw.status_code, raw.content)
+            assert via_route.headers.get("www-authenticate") == raw.headers.get("www-authenticate")
+        assert (await routed.post("/a2a/", json=body)).status_code == 404
