@@ -94,6 +94,7 @@ def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
     }
     router = build_router(services)
     app: FastAPI
+    # Raw ASGI RPC path, it outran the FastAPI route: measured: see bench/results/asgi-path.md
     if raw_rpc:
         app = EdgeApp(rpc_path=settings.rpc_path, rpc=RpcEndpoint(dispatcher), **options)
     else:

@@ -26,11 +26,12 @@ AGENT_CARD_PATH = "/.well-known/agent-card.json"
 
 
 class RpcEndpoint:
-    """``POST <rpc_path>`` as a bare ASGI callable, served ahead of Starlette's routing.
+    """``POST <rpc_path>`` as a bare ASGI callable, served ahead of FastAPI's routing.
 
-    The RPC path is the hot path: going through Starlette's error/exception middlewares,
-    router and ``Request``/``Response`` objects cost ~10 % of a verified GetTask (bench/README).
-    Behaviour is the same: the dispatcher owns every answer, the body is bounded the same way.
+    The RPC path is the hot path: FastAPI's middlewares, router and ``Request``/``Response``
+    objects cost a large share of a verified GetTask (``bench/results/asgi-path.md``, against
+    ``add_rpc_route``). Behaviour is the same: the dispatcher owns every answer, the body is
+    bounded the same way.
     """
 
     def __init__(self, dispatcher: RpcDispatcher) -> None:
