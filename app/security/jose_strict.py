@@ -1,12 +1,12 @@
 """Strict JOSE building blocks: base64url, JSON objects and Ed25519 public keys.
 
-General-purpose JOSE libraries are lenient where a verifier must not be (observed with
-joserfc 1.8 and PyJWT 2.x): they keep the *last* of duplicate JSON member names (RFC 7515
-§5.2 step 4 and RFC 7519 §7.2 step 10 let a verifier reject them, and two parsers disagreeing
-on a header is how ``alg``/``kid`` confusion happens), accept padded or non-canonical
-base64url, accept ``NaN``/``Infinity`` number literals, and do not look at the public key
-itself. These helpers do each of those things one way, strictly, and raise ``JoseError``
-(a ``ValueError``) with a message that never carries the input.
+General-purpose JOSE libraries are lenient where a verifier must not be: PyJWT 2.15.1 keeps the
+*last* of duplicate JSON member names (RFC 7515 §5.2 step 4 and RFC 7519 §7.2 step 10 let a
+verifier reject them, and two parsers disagreeing on a header is how ``alg``/``kid`` confusion
+happens), accepts padded base64url, reads ``NaN``/``Infinity`` number literals, and loads
+small-order public keys (docs/jose.md; each item has a test in
+tests/security/test_jose_library_gaps.py). These helpers do each of those things one way,
+strictly, and raise ``JoseError`` (a ``ValueError``) with a message that never carries the input.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Verifying the gateway token: CONTRACT §3 steps 1-8, in that order.
 
-Why ``cryptography`` directly and not a JOSE library: both joserfc (1.8) and PyJWT accept an
-Ed448 key under ``alg: EdDSA`` (RFC 8037 §3.1 names both curves), keep the *last* of
-duplicate JSON member names, are loose about ``aud`` arrays (non-string members), and joserfc
-raises ``TypeError``/``RecursionError``/``ValueError`` on malformed input instead of one error
-type. The verification itself is one call (``Ed25519VerificationKey.verify``, libsodium, over
+Why not a JOSE library here (docs/jose.md): PyJWT, which mints our tokens and verifies them
+on the gateway side, keeps the *last* of duplicate JSON member names, accepts padding, NaN and
+NumericDates of other types (``int()`` coercion), makes ``exp`` optional, ignores ``jwk``/``x5u``/
+``x5c`` and does not pin the curve under ``alg: EdDSA``; its claim checks would all have to be
+turned off and redone, leaving only the signature, which would then be parsed a second time.
+The verification itself is one call (``Ed25519VerificationKey.verify``, libsodium, over
 ``b64(header).b64(payload)``, RFC 7515 §5.2); everything around it is the strict parsing in
 ``jose_strict`` and the ordered checks below, which is exactly the part the contract pins.
 
