@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import respx
 from cryptography.hazmat.primitives.asymmetric.ed448 import Ed448PrivateKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -312,18 +313,15 @@ async def test_confirm_ignores_a_key_the_cached_set_does_not_hold(
     assert gateway.calls == [JWKS_URL, OTHER_URL, JWKS_URL]
 
 
-async def test_a_verified_token_pins_through_the_verifier(kit: GatewayKit) -> None:
+async def test_a_verified_token_pins_through_the_verifier(
+    kit: GatewayKit, respx_mock: respx.MockRouter
+) -> None:
     clock = FakeClock()
     settings = make_settings()
-    calls: list[str] = []
+    respx_mock.get(OTHER_URL).respond(200, json={"keys": [ed25519_jwk("gw-key-1")]})
+    respx_mock.get(JWKS_URL).respond(200, json=kit.jwks())
 
-    def respond(request: httpx.Request) -> httpx.Response:
-        calls.append(str(request.url))
-        if str(request.url) == OTHER_URL:
-            return httpx.Response(200, json={"keys": [ed25519_jwk("gw-key-1")]})
-        return httpx.Response(200, json=kit.jwks())
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
+    async with httpx.AsyncClient() as client:
         fetcher = JwksFetcher(settings, client, clock=clock)
         verifier = GatewayTokenVerifier(settings, fetcher)
         await verifier.verify(f"Bearer {kit.mint(audience=ENDPOINT)}")
@@ -335,7 +333,7 @@ async def test_a_verified_token_pins_through_the_verifier(kit: GatewayKit) -> No
             await verifier.verify(f"Bearer {forged}")
         await verifier.verify(f"Bearer {kit.mint(audience=ENDPOINT)}")
     assert info.value.reason == "bad_signature"  # the gateway's own key, not the other one
-    assert calls == [JWKS_URL, JWKS_URL]
+    assert [str(call.request.url) for call in respx_mock.calls] == [JWKS_URL, JWKS_URL]
 
 
 def slow_answer(gateway: Gateway, clock: FakeClock, seconds: float, status: int) -> None:
@@ -555,14 +553,16 @@ async def test_unlisted_origin_is_never_fetched(fetcher: JwksFetcher, gateway: G
     assert fetcher.fetch_count == 0
 
 
-async def test_on_fetch_hook_gets_the_result_labels(kit: GatewayKit, clock: FakeClock) -> None:
+async def test_on_fetch_hook_gets_the_result_labels(
+    kit: GatewayKit, clock: FakeClock, respx_mock: respx.MockRouter
+) -> None:
     labels: list[str] = []
-    gateway = Gateway(kit)
     settings = make_settings()
-    async with httpx.AsyncClient(transport=httpx.MockTransport(gateway)) as client:
+    jwks = respx_mock.get(JWKS_URL).respond(200, json=kit.jwks())
+    async with httpx.AsyncClient() as client:
         fetcher = JwksFetcher(settings, client, clock=clock, on_fetch=labels.append)
         await fetcher.get_key(JKU, "gw-key-1")
-        gateway.respond = lambda request: httpx.Response(302, headers={"Location": JWKS_URL})
+        jwks.respond(302, headers={"Location": JWKS_URL})
         clock.advance(601)
         await unavailable(fetcher)
     assert labels == ["ok", "redirect"]

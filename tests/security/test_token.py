@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import respx
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -481,14 +482,15 @@ async def test_rotated_key_is_picked_up_after_the_cooldown(env: Env) -> None:
     assert env.fetcher.fetch_count == 2
 
 
-async def test_unreachable_jwks_is_401(kit: GatewayKit) -> None:
+async def test_unreachable_jwks_is_401(kit: GatewayKit, respx_mock: respx.MockRouter) -> None:
     settings = make_settings()
-    failing = httpx.MockTransport(lambda request: httpx.Response(503))
-    async with httpx.AsyncClient(transport=failing) as client:
+    jwks = respx_mock.get(JWKS_URL).respond(503)
+    async with httpx.AsyncClient() as client:
         verifier = GatewayTokenVerifier(settings, JwksFetcher(settings, client))
         with pytest.raises(Unauthorized) as info:
             await verifier.verify(f"Bearer {kit.mint(audience=ENDPOINT)}")
     assert info.value.reason == "jwks_unavailable"
+    assert jwks.called
 
 
 async def test_unexpected_errors_become_401(kit: GatewayKit) -> None:
