@@ -22,8 +22,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.security.jose_strict import b64url_encode
 from app.security.keys import SigningKey, generate_private_jwk
+from app.testing.gateway import b64url_encode
 from app.testing.verify import Pin, VerificationError
 
 KEY_FILE = "gateway-key.json"
