@@ -4,9 +4,9 @@ At c = 1 a request's latency is its server's CPU plus whatever it waits for. The
 endpoint waits for nothing; the edge waits for one statement (CONTRACT §3 lets it start only
 after the token verifies), and the a2a-sdk for several. So benchmark 2 measures, in the same
 run, what one round trip costs on this machine: a prepared ``SELECT 1`` and the edge's own
-GetTask statement (``app.tasks.batched_reads.GET_TASK_SQL``, the one a lone read sends), one
-after the other on one asyncpg connection, in alternating blocks so a slow minute of the host
-lands on both.
+GetTask statement (``app.db.postgres.batched_reads.GET_TASK_SQL``, the one a lone read
+sends), one after the other on one asyncpg connection, in alternating blocks so a slow minute
+of the host lands on both.
 
 Measured from the bench process, the servers idle: this is the floor the edge's statement
 adds at c = 1, not a share of its measured latency.
@@ -22,8 +22,8 @@ from typing import Any
 
 import asyncpg
 
+from app.db.postgres.batched_reads import GET_TASK_SQL
 from app.settings import Settings
-from app.tasks.batched_reads import GET_TASK_SQL
 from bench import pg
 
 BLOCK = 200  # statements per timed block
