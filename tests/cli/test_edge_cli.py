@@ -50,6 +50,7 @@ def operator(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     yield env, manifest
 
 
+@pytest.mark.slow
 def test_tenant_lifecycle(operator: tuple[dict[str, str], Path], tmp_path: Path) -> None:
     env, manifest = operator
     assert "no tenants" in _cli(env, "tenants", "list").stdout
@@ -75,6 +76,7 @@ def test_tenant_lifecycle(operator: tuple[dict[str, str], Path], tmp_path: Path)
     assert missing.returncode == 2 and "no tenant 'demo'" in missing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad_id", ["Demo", "-demo", "a" * 64, "de mo", ""])
 def test_invalid_tenant_ids_are_refused(operator: tuple[dict[str, str], Path], bad_id: str) -> None:
     env, manifest = operator
@@ -82,6 +84,7 @@ def test_invalid_tenant_ids_are_refused(operator: tuple[dict[str, str], Path], b
     assert done.returncode == 2 and done.stderr.strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content",
     ["{not json", "[]", json.dumps({"name": "x"}), json.dumps({**demo_manifest(), "extra": 1})],
@@ -187,6 +190,7 @@ def test_an_unmigrated_database_is_69_and_says_so(tmp_path: Path) -> None:
     assert "looping-edge migrate" in _one_line(done, 69)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content",
     [
@@ -211,6 +215,7 @@ def test_a_bad_agent_config_is_refused_without_echoing_it(
     assert _cli(env, "tenants", "show", "sec").returncode == 2  # nothing half-written
 
 
+@pytest.mark.slow
 def test_a_python_agent_needs_an_entry(
     operator: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
@@ -229,6 +234,7 @@ def test_a_python_agent_needs_an_entry(
     assert "entry" in _one_line(_cli(env, *switch), 2)
 
 
+@pytest.mark.slow
 def test_an_agent_config_past_its_cap_is_refused(
     operator: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
@@ -243,6 +249,7 @@ def test_an_agent_config_past_its_cap_is_refused(
     assert "larger than" in _one_line(_cli(env, *update), 2)
 
 
+@pytest.mark.slow
 def test_a_manifest_integer_past_a_double_is_one_line_not_a_traceback(
     operator: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
@@ -256,6 +263,7 @@ def test_a_manifest_integer_past_a_double_is_one_line_not_a_traceback(
     assert "out of range" in line and str(manifest) in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0", "-2", "65", "100000"])
 def test_serve_refuses_a_worker_count_out_of_range(tmp_path: Path, workers: str) -> None:
     # 100000 once started processes until the host ran out of memory.
@@ -263,6 +271,7 @@ def test_serve_refuses_a_worker_count_out_of_range(tmp_path: Path, workers: str)
     assert _one_line(done, 2) == "looping-edge: --workers must be between 1 and 64"
 
 
+@pytest.mark.slow
 def test_push_replay_refuses_an_id_no_row_can_have(operator: tuple[dict[str, str], Path]) -> None:
     env, _ = operator
     done = _cli(env, "push", "replay", "99999999999999999999999")
