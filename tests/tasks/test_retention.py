@@ -107,6 +107,7 @@ ANALYZE turns;
 """
 
 
+@pytest.mark.slow  # seeds a large turns table to read the plan against
 @pytest.mark.postgres
 async def test_the_purge_deletes_turns_by_their_identities_not_the_whole_table(
     pg_url: str, pg_database: Database, settings: Settings
