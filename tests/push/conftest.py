@@ -3,7 +3,6 @@ receiver, and helpers that queue outbox rows through ``enqueue_push`` (as turns 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from app.tasks.push_secrets import PushSecrets
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
+from tests.polling import poll_until
 
 EDGE_URL = "https://edge.test"
 JKU = EDGE_URL + "/.well-known/jwks.json"
@@ -151,12 +151,13 @@ class PushRig:
     async def wait_rows(
         self, predicate: Any, *, task_id: str | None = None, within: float = 10.0
     ) -> list[PushOutboxRow]:
-        async with asyncio.timeout(within):
-            while True:
-                rows = await self.rows(task_id)
-                if predicate(rows):
-                    return rows
-                await asyncio.sleep(0.02)
+
+        async def matching() -> tuple[list[PushOutboxRow]] | None:
+            rows = await self.rows(task_id)
+            return (rows,) if predicate(rows) else None  # a tuple: an empty list may match
+
+        (rows,) = await poll_until(matching, within, interval=0.02, what="the outbox rows")
+        return rows
 
     async def start(self, owner: str = "d1", **overrides: Any) -> PushDeliverer:
         deliverer = create_deliverer(

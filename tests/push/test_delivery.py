@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -20,6 +19,7 @@ from app.testing.push_receiver import (
     redirect,
     unauthorized,
 )
+from tests.polling import poll_until
 from tests.push.conftest import SCOPE, PushRig, payload
 
 
@@ -289,9 +289,7 @@ async def test_cancel_while_a_push_is_on_the_wire_stops_the_rest(rig: PushRig) -
     await rig.start()
     # Wait for the request itself, not only the claim: a cancel that lands between the claim
     # and the send is caught by the re-check before sending, and nothing goes on the wire.
-    async with asyncio.timeout(10):
-        while rig.rx.max_concurrent_per_path < 1:
-            await asyncio.sleep(0.005)
+    await poll_until(lambda: rig.rx.max_concurrent_per_path >= 1, 10, interval=0.005)
     async with rig.db.transaction() as s:
         await cancel_undelivered(s, scope=SCOPE, task_id="t1")
     await rig.rx.wait_count(1)  # the held attempt completes...

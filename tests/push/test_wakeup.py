@@ -12,6 +12,7 @@ from app.db.signals import PUSH_CHANNEL as CHANNEL
 from app.db.signals import TURNS_CHANNEL as NOTIFY_CHANNEL
 from app.testing.push_receiver import hang
 from tests.db.helpers import notifications
+from tests.polling import poll_until
 from tests.push.conftest import PushRig, edge_and_receiver, send
 
 
@@ -94,9 +95,7 @@ async def test_a_deliverer_offers_room_while_it_has_a_free_slot(rig: PushRig) ->
     await rig.wait_rows(lambda rs: rs[0].lease_owner is not None)
     assert not wakeup.local_room()  # its one slot holds the attempt on the wire
     await rig.wait_rows(lambda rs: rs[0].status == "delivered")
-    async with asyncio.timeout(5):
-        while not wakeup.local_room():
-            await asyncio.sleep(0.01)
+    await poll_until(wakeup.local_room, 5, interval=0.01, what="the slot given back")
     await deliverer.stop()
     rig.deliverers.remove(deliverer)
     assert not wakeup.local_room()
