@@ -16,6 +16,7 @@ import uvicorn
 
 from app.http.connection import HttpLimits, protocol_class
 from app.settings import load_settings
+from tests.polling import poll_until
 
 HEAD = b"POST /a2a HTTP/1.1\r\nHost: edge\r\n"
 
@@ -51,8 +52,7 @@ async def serving(limits: HttpLimits, *, keep_alive: int = 5) -> AsyncIterator[i
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
+    await poll_until(lambda: server.started, 10, interval=0.01, what="uvicorn started")
     try:
         yield port
     finally:
