@@ -37,6 +37,7 @@ BENCHMARKS = {
     "4": "bench.b4_turns",
     "5": "bench.b5_growth",
     "6": "bench.b6_memory",
+    "7": "bench.b7_limits",
 }
 RESULTS = Path(__file__).resolve().parent / "results"
 
