@@ -204,7 +204,7 @@ def _check_rows(rows: list[dict[str, object]], prefix: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
-@pytest.mark.parametrize("number", ["1", "2", "3", "4", "5", "6"])
+@pytest.mark.parametrize("number", ["1", "2", "3", "4", "5", "6", "7"])
 def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number: str) -> None:
     rows = _run_bench(tmp_path, "--only", number)
     _check_rows(rows, f"{number} ")
@@ -227,6 +227,11 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         claims = [r for r in rows if str(r["metric"]).startswith("worker claim p50")]
         assert len(claims) == 2 and all(r["goal"] is None for r in claims), rows
         assert claims[1]["baseline_value"] == claims[0]["value"], rows
+    if number == "7":
+        # Each attack's GetTask latency against the same load without one, and the size.
+        latency = {str(r["metric"]) for r in rows if r["baseline"] == "no attack"}
+        assert len(latency) == 8 and all("during" in m for m in latency), rows
+        assert any(str(r["metric"]).startswith("server RSS") for r in rows), rows
 
 
 @pytest.mark.slow
