@@ -183,27 +183,28 @@ def edge_jwk() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def make_rig(url: str, jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+async def make_rig(db: Database, url: str, jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    """A rig on ``db`` (the ``database`` or ``pg_database`` fixture, on ``url``)."""
     key = SigningKey.from_jwk_json(json.dumps(jwk))
     async with push_receiver(expect=CallbackExpectation.for_key(key, JKU)) as rx:
-        db = Database(url)
         rig = PushRig(db=db, jwk=jwk, rx=rx, db_url=url)
         try:
             yield rig
         finally:
             await rig.stop_all()
-            await db.dispose()
 
 
 @pytest.fixture
-async def rig(db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
-    async with make_rig(db_url, edge_jwk) as rig:
+async def rig(database: Database, db_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
+    async with make_rig(database, db_url, edge_jwk) as rig:
         yield rig
 
 
 @pytest.fixture
-async def pg_rig(pg_url: str, edge_jwk: dict[str, str]) -> AsyncIterator[PushRig]:
-    async with make_rig(pg_url, edge_jwk) as rig:
+async def pg_rig(
+    pg_database: Database, pg_url: str, edge_jwk: dict[str, str]
+) -> AsyncIterator[PushRig]:
+    async with make_rig(pg_database, pg_url, edge_jwk) as rig:
         yield rig
 
 
