@@ -50,12 +50,13 @@ async def test_a_rolled_back_enqueue_queues_nothing(rig: PushRig) -> None:
     assert await rig.rows() == []
 
 
-async def test_listen_hears_notify_from_another_connection(pg_url: str) -> None:
+async def test_listen_hears_notify_from_another_connection(
+    pg_url: str, pg_database: Database
+) -> None:
     from sqlalchemy import text
 
-    db = Database(pg_url)
     heard = asyncio.Event()
-    task = asyncio.create_task(db.signals.pushes.listen(heard.set))
+    task = asyncio.create_task(pg_database.signals.pushes.listen(heard.set))
     try:
         await asyncio.wait_for(heard.wait(), 5)  # woken once on connect
         heard.clear()
@@ -69,7 +70,6 @@ async def test_listen_hears_notify_from_another_connection(pg_url: str) -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await db.dispose()
 
 
 async def test_stop_lets_the_attempt_on_the_wire_finish(rig: PushRig) -> None:
