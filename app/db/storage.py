@@ -13,14 +13,19 @@ from dataclasses import dataclass
 from sqlalchemy.engine import make_url
 
 from app.db.accepts import AcceptStore
+from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
+from app.db.mailbox import MailboxStore
 from app.db.postgres.accepts import PostgresAccepts
+from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
 from app.db.shared.accepts import SharedAccepts
+from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
+from app.db.statement_pool import StatementPool
 from app.db.task_reads import TaskReadStore
 from app.db.turns import TurnWriteStore
 
@@ -37,26 +42,42 @@ class Storage:
     shares_across_processes: bool
     signals: Signals
     accepts: AcceptStore
+    mailbox: MailboxStore
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
 
 
 def open_storage(db: Database) -> Storage:
     """The stores on ``db``: the backend is chosen here, once."""
-    signals = db.signals
-    accepts: AcceptStore = SharedAccepts(db)
-    task_reads: TaskReadStore = SharedTaskReads(db)
-    turn_writes: TurnWriteStore = SharedTurnWrites(db, db.clock)
     pool = db.statement_pool  # PostgreSQL's: its fast paths run on it
-    if pool is not None:
-        accepts = PostgresAccepts(pool, SharedAccepts(db), signals.turns)
-        task_reads = PostgresTaskReads(pool)
-        turn_writes = PostgresTurnWrites(pool, SharedTurnWrites(db, db.clock), signals.pushes)
+    return _sqlite(db) if pool is None else _postgres(db, pool)
+
+
+def _sqlite(db: Database) -> Storage:
+    """One process: the process clock is the database clock, nobody else to wake."""
+    turn_writes = SharedTurnWrites(db, PROCESS_CLOCK.now)
     return Storage(
         db=db,
-        shares_across_processes=pool is not None,
-        signals=signals,
-        accepts=accepts,
-        task_reads=task_reads,
+        shares_across_processes=False,
+        signals=db.signals,
+        accepts=SharedAccepts(db),
+        mailbox=SharedMailbox(db, PROCESS_CLOCK, turn_writes),
+        task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
+    )
+
+
+def _postgres(db: Database, pool: StatementPool) -> Storage:
+    """Several processes: the server clock, the statement pool's one-statement paths."""
+    shared_writes = SharedTurnWrites(db, SERVER_CLOCK.now)
+    shared_mailbox = SharedMailbox(db, SERVER_CLOCK, shared_writes, locking=LOCKING_SQL)
+    signals = db.signals
+    return Storage(
+        db=db,
+        shares_across_processes=True,
+        signals=signals,
+        accepts=PostgresAccepts(pool, SharedAccepts(db), signals.turns),
+        mailbox=PostgresMailbox(pool, shared_mailbox),
+        task_reads=PostgresTaskReads(pool),
+        turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
     )

@@ -32,6 +32,17 @@ class KnownTask:
 
 
 @dataclass(frozen=True)
+class QueuedTurn:
+    id: int
+    task_id: str
+    message_id: str
+    kind: str
+    status: str
+    attempts: int
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class SettleTurn:
     """The worker's turn to settle in the statement that writes its outcome."""
 
@@ -43,12 +54,12 @@ class SettleTurn:
 @dataclass(frozen=True)
 class Finished:
     """``finish``'s verdict. ``settled``: the turn was settled by the same statement, and
-    ``next_head`` is the identity's next unfinished turn as it read it (a row of the
-    mailbox's head shape, or None); otherwise the caller settles the turn itself."""
+    ``next_head`` is the identity's next due turn as it read it (None: none is due);
+    otherwise the caller settles the turn itself."""
 
     applied: bool
     settled: bool = False
-    next_head: Any = None
+    next_head: QueuedTurn | None = None
 
 
 REFUSED = Finished(applied=False)

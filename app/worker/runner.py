@@ -123,7 +123,7 @@ class TurnRunner:
     clock: Callable[[], float] = time.time
 
     async def run(self, lease: Lease, turn: QueuedTurn, watch: TurnWatch) -> Step:
-        begun = await turn_start.begin(self.db, self.writes, lease, turn)
+        begun = await turn_start.begin(self.db, lease, turn)
         if not begun.applied:
             return STOP
         attempt = turn.attempts + 1
@@ -273,7 +273,7 @@ class _TurnRun:
         if not done.settled:
             return await self._settle(status, result=result, error=error)
         self.r.metrics.turns.labels(result).inc()
-        return Step(Verdict.NEXT, mailbox.queued_turn(done.next_head))
+        return Step(Verdict.NEXT, done.next_head)
 
     async def _finish(self, outcome: TurnOutcome) -> Step:
         label = _result_label(outcome.state)

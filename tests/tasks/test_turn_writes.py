@@ -425,8 +425,9 @@ async def test_finish_and_settle_settles_the_turn_with_the_outcome(
         return
     assert done.settled
     assert [t.status for t in await turns(database)] == [states.TURN_DONE, states.TURN_QUEUED]
-    assert done.next_head is not None and done.next_head["id"] == second.id
-    assert done.next_head["task_id"] == later and done.next_head["due"]
+    # The next head as a turn (``None`` would mean: none is due).
+    assert done.next_head is not None and done.next_head.id == second.id
+    assert done.next_head.task_id == later
 
 
 @pytest.mark.postgres
@@ -463,7 +464,7 @@ async def test_finish_and_settle_dead_turn_keeps_its_error_in_one_statement(
         snapshot.known(snapshot.version),
         SettleTurn(turn.id, states.TURN_DEAD, "agent_error"),
     )
-    assert done.applied and done.settled and done.next_head["id"] is None
+    assert done.applied and done.settled and done.next_head is None
     assert len(queries) == 1
     (after,) = await turns(database)
     assert (after.status, after.last_error) == (states.TURN_DEAD, "agent_error")

@@ -23,6 +23,7 @@ from sqlalchemy import event, insert
 from app.db.engine import Database
 from app.db.migrate import upgrade_to_head
 from app.db.models import ActorRow, TurnRow
+from app.db.postgres import mailbox as pg_mailbox
 from app.tasks import states
 from app.worker import mailbox
 from app.worker.lease import claim
@@ -104,16 +105,18 @@ async def test_the_claim_and_the_head_read_walk_the_unfinished_turns_only(
     conn = await asyncpg.connect(**pg_database._read_connect_args())
     try:
         await conn.execute(_SEED_PG)
-        await conn.execute("PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL)
-        await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
+        await conn.execute(
+            "PREPARE claim(text, float8, int) AS " + pg_mailbox._CLAIM_WITH_HEADS_SQL
+        )
+        await conn.execute("PREPARE head(text, text) AS " + pg_mailbox._HEAD_SQL)
         for analyzed in (False, True):
             if analyzed:
                 await conn.execute("ANALYZE turns; ANALYZE actors")
                 await conn.execute("DEALLOCATE claim; DEALLOCATE head")
                 await conn.execute(
-                    "PREPARE claim(text, float8, int) AS " + mailbox._CLAIM_WITH_HEADS_SQL
+                    "PREPARE claim(text, float8, int) AS " + pg_mailbox._CLAIM_WITH_HEADS_SQL
                 )
-                await conn.execute("PREPARE head(text, text) AS " + mailbox._HEAD_SQL)
+                await conn.execute("PREPARE head(text, text) AS " + pg_mailbox._HEAD_SQL)
             _check(await _explain(conn, "claim", "('probe', 30.0, 8)"))
             _check(await _explain(conn, "head", "('demo', 'u3')"))
     finally:

@@ -32,7 +32,7 @@ async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
         turn = await mailbox.head_turn(db, lease)
         assert turn is not None
 
-        begun = await turn_start.begin(db, writes, lease, turn)
+        begun = await turn_start.begin(db, lease, turn)
 
         assert begun.applied and begun.snapshot is not None
         (row,) = await turns(db)
@@ -68,7 +68,7 @@ async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> 
         for lease in leases:
             turn = await mailbox.head_turn(db, lease)
             assert turn is not None
-            begun = await turn_start.begin(db, writes, lease, turn)
+            begun = await turn_start.begin(db, lease, turn)
             assert begun.applied and begun.snapshot is not None and not begun.marked
         assert (await writes.load_turn_context(identity_scope("alice"), retried)).state == (
             states.SUBMITTED
@@ -89,7 +89,7 @@ async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> 
             await s.execute(delete(TaskMessageRow).where(TaskMessageRow.task_id == task_id))
             await s.execute(delete(TaskRow).where(TaskRow.id == task_id))
 
-        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), lease, turn)
+        begun = await turn_start.begin(db, lease, turn)
 
         assert begun.applied and begun.snapshot is None  # the runner settles it as done
         assert (await turns(db))[0].attempts == 1
@@ -108,7 +108,7 @@ async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) 
             )
         await claim(db, owner="new", limit=1, lease_seconds=LEASE)
 
-        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), zombie, turn)
+        begun = await turn_start.begin(db, zombie, turn)
 
         assert not begun.applied and begun.snapshot is None and not begun.marked
         (row,) = await turns(db)
@@ -129,5 +129,5 @@ async def test_begin_is_one_statement_on_postgresql(
         turn = await mailbox.head_turn(db, lease)
         assert turn is not None
         calls = record_statements(monkeypatch, db.statement_pool)
-        begun = await turn_start.begin(db, TurnWrites(db, edge.settings), lease, turn)
+        begun = await turn_start.begin(db, lease, turn)
         assert begun.snapshot is not None and len(calls) == 1

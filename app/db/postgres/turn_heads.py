@@ -3,13 +3,17 @@
 One fragment for every PostgreSQL statement that reads it: the drain's own head read, the
 claim (``mailbox.claim_with_heads``), settling a turn (``mailbox.settle_and_head``) and the
 outcome write that settles one (``app.db.postgres.turn_writes``). The rows it yields have the
-columns of ``HEAD_COLUMNS_SQL``; ``app.worker.mailbox.queued_turn`` reads them (a NULL ``id``:
+columns of ``HEAD_COLUMNS_SQL``; ``queued_turn`` reads them (a NULL ``id``:
 no head).
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from app.db.states import UNFINISHED_TURNS_SQL
+from app.db.turns import QueuedTurn
 
 HEAD_COLUMNS_SQL = "h.id, h.task_id, h.message_id, h.kind, h.status, h.attempts, h.payload, h.due"
 
@@ -34,3 +38,19 @@ def head_join_sql(*, tenant: str, identity: str, extra: str = "") -> str:
      ORDER BY id
      LIMIT 1) AS h ON true
 """  # noqa: S608 (constant fragments only)
+
+
+def queued_turn(row: Any) -> QueuedTurn | None:
+    """A head row (``turn_heads.HEAD_COLUMNS_SQL``) as a turn, or None when there is no
+    head or it is not yet due."""
+    if row is None or row["id"] is None or not row["due"]:
+        return None
+    return QueuedTurn(
+        id=row["id"],
+        task_id=row["task_id"],
+        message_id=row["message_id"],
+        kind=row["kind"],
+        status=row["status"],
+        attempts=row["attempts"],
+        payload=json.loads(row["payload"]) if row["payload"] else {},
+    )

@@ -28,7 +28,7 @@ from typing import Any
 from app.db import states
 from app.db.fence import FENCE_SQL, Fence, fence_params
 from app.db.postgres.batched_reads import TASK_COLUMNS_SQL, task_text
-from app.db.postgres.turn_heads import HEAD_COLUMNS_SQL, head_join_sql
+from app.db.postgres.turn_heads import HEAD_COLUMNS_SQL, head_join_sql, queued_turn
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import WakeChannel
 from app.db.statement_pool import StatementPool
@@ -256,4 +256,5 @@ class PostgresTurnWrites:
             # This process's deliverers; the others hear the NOTIFY, if sent, at commit.
             self._pushes.notify_local()
         settled = written["settled"] == 1
-        return Finished(applied=True, settled=settled, next_head=written if settled else None)
+        next_head = queued_turn(written) if settled else None
+        return Finished(applied=True, settled=settled, next_head=next_head)

@@ -1,0 +1,304 @@
+"""The mailbox store on PostgreSQL (``app.db.mailbox.MailboxStore``), on the statement pool.
+
+Each unit is one autocommit statement. Through the ORM each was a transaction of 3-4 round
+trips (BEGIN, ``SET LOCAL``, the statement, COMMIT) and about a millisecond of worker CPU; the
+turn benchmark was bound by them (bench/README). Same rules as the shared statements
+(``app.db.shared.mailbox``): scope, unfinished status and the fence (``FENCE_SQL``) in the same
+WHERE, the database clock for every time. The heartbeat, the still-held check and the cancel
+check run the shared transactions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from app.db.fence import FENCE_SQL, Fence, fence_params
+from app.db.mailbox import (
+    ERROR_INTERRUPTED,
+    Begun,
+    Lease,
+    QueuedTurn,
+    Settled,
+    WorkingMark,
+)
+from app.db.postgres.turn_heads import HEAD_COLUMNS_SQL, head_join_sql, queued_turn
+from app.db.postgres.turn_writes import SNAPSHOT_COLUMNS_SQL, snapshot_from_row
+from app.db.shared.mailbox import SharedMailbox
+from app.db.statement_pool import StatementPool
+from app.db.states import TURN_QUEUED, TURN_RUNNING, UNFINISHED_TURNS, UNFINISHED_TURNS_SQL
+from app.security.caller import CallerScope
+
+# A worker paused in the middle of a transaction (SIGSTOP, a frozen VM) would keep its row
+# locks: claims skip a locked actor (SKIP LOCKED) and the takeover would wait for the pause to
+# end. PostgreSQL ends a session idle inside a transaction after this long, releasing them.
+LOCK_IDLE_LIMIT_MS = 5000
+LOCKING_SQL = f"SET LOCAL idle_in_transaction_session_timeout = {LOCK_IDLE_LIMIT_MS}"
+
+# The same claim as one hand-written statement for the statement pool (PostgreSQL): through
+# the ORM it cost a ``SET LOCAL`` round trip and ~1 ms of worker CPU per wake-up
+# (bench/README). $1 owner, $2 lease seconds, $3 limit; the unfinished statuses are text,
+# so that the search walks ``ix_turns_unfinished`` (``states.UNFINISHED_TURNS_SQL``).
+# (``_CLAIM_WITH_HEADS_SQL`` wraps it to read each claimed identity's head turn too.)
+CLAIM_SQL = f"""
+UPDATE actors a
+   SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::float8),
+       fence = a.fence + 1, updated_at = now()
+ WHERE (a.tenant, a.identity) IN (
+         SELECT c.tenant, c.identity
+           FROM actors c
+          WHERE (c.lease_until IS NULL OR c.lease_until <= now())
+            AND EXISTS (
+                  SELECT 1 FROM turns h
+                   WHERE h.tenant = c.tenant AND h.identity = c.identity
+                     AND h.status IN {UNFINISHED_TURNS_SQL}
+                     AND (h.not_before IS NULL OR h.not_before <= now())
+                     AND NOT EXISTS (
+                           SELECT 1 FROM turns e
+                            WHERE e.tenant = h.tenant AND e.identity = h.identity
+                              AND e.status IN {UNFINISHED_TURNS_SQL} AND e.id < h.id))
+          ORDER BY c.updated_at, c.tenant, c.identity
+          LIMIT $3
+          FOR UPDATE OF c SKIP LOCKED)
+   AND (a.lease_until IS NULL OR a.lease_until <= now())
+RETURNING a.tenant, a.identity, a.fence
+"""  # noqa: S608 (constant fragments only)
+
+
+_RELEASE_SQL = """
+UPDATE actors SET lease_owner = NULL, lease_until = NULL
+ WHERE tenant = $1 AND identity = $2 AND fence = $3 AND lease_owner = $4
+RETURNING 1
+"""
+
+
+# PostgreSQL: each unit below is one autocommit statement on the statement pool. Through the
+# ORM each was a transaction of 3-4 round trips (BEGIN, ``SET LOCAL``, the statement, COMMIT)
+# and ~1 ms of worker CPU; the turn benchmark was bound by them (bench/README). Same rules as
+# the ORM statements: scope, unfinished status and the fence (``app.db.fence.FENCE_SQL``)
+# in the same WHERE, the database clock for every time.
+_HEAD_SQL = (
+    f"SELECT {HEAD_COLUMNS_SQL} FROM (SELECT 1) AS one"  # noqa: S608 (constant fragments only)
+    + head_join_sql(tenant="$1", identity="$2")
+)
+
+# $5 turn id; $6 new status; $7 attempts delta; $8 seconds until due (NULL: keep
+# not_before); $9 whether to set last_error, $10 its value.
+_FENCED_UPDATE_SQL = (
+    """
+UPDATE turns
+   SET status = $6,
+       attempts = attempts + $7,
+       not_before = CASE WHEN $8::float8 IS NULL THEN not_before
+                         ELSE now() + make_interval(secs => $8::float8) END,
+       last_error = CASE WHEN $9::bool THEN $10::text ELSE last_error END,
+       updated_at = now()
+ WHERE id = $5 AND tenant = $1 AND identity = $2 AND status = ANY($11::text[])
+   AND """
+    + FENCE_SQL
+    + """
+RETURNING 1
+"""
+)
+
+
+# ``settle`` and the read of the identity's next head in one statement: the drain reads the
+# head after every settled turn, so apart they were two round trips per turn (bench/ROUNDS.md,
+# round seven). Every part of a statement sees the same snapshot, taken before its UPDATE
+# runs, so the settled turn still looks unfinished to the head read: it is left out by id
+# (it was the head, so the next head has a higher id). The head is only used when the
+# settle applied. $5 turn id, $6 new status, $7 last error, $8 unfinished statuses.
+_SETTLE_AND_HEAD_SQL = (
+    """
+WITH settled AS (
+    UPDATE turns SET status = $6, last_error = $7::text, updated_at = now()
+     WHERE id = $5 AND tenant = $1 AND identity = $2 AND status = ANY($8::text[])
+       AND """  # noqa: S608 (constant fragments only)
+    + FENCE_SQL
+    + """
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM settled) AS applied, """
+    + HEAD_COLUMNS_SQL
+    + " FROM (SELECT 1) AS one"
+    + head_join_sql(tenant="$1", identity="$2", extra="id <> $5")
+)
+
+
+# The claim (``CLAIM_SQL``) and each claimed identity's head turn in one statement: a
+# drain starts by reading its head, one more round trip per claimed identity (bench/ROUNDS.md,
+# round seven). The head read sees the statement's snapshot, and so does the claim's search
+# for identities whose head is due; a holder that lost its lease before that snapshot cannot
+# write after it (its fence requires an unexpired lease, and the lease had expired).
+_CLAIM_WITH_HEADS_SQL = (
+    "WITH claimed AS ("  # noqa: S608 (constant fragments only)
+    + CLAIM_SQL
+    + ") SELECT c.tenant, c.identity, c.fence, "
+    + HEAD_COLUMNS_SQL
+    + " FROM claimed c"
+    + head_join_sql(tenant="c.tenant", identity="c.identity")
+)
+
+
+# $1 tenant, $2 identity, $3 fence token, $4 lease owner (FENCE_SQL); $5 turn id,
+# $6 'running', $7 unfinished statuses, $8 task id; $9 whether to mark the task working,
+# with $10 state, $11 status, $12 updated_at and $13 the states it may be marked from.
+_BEGIN_AND_SNAPSHOT_SQL = (
+    """
+WITH begun AS (
+    UPDATE turns SET status = $6, attempts = attempts + 1, updated_at = now()
+     WHERE id = $5 AND tenant = $1 AND identity = $2 AND status = ANY($7::text[])
+       AND """  # noqa: S608 (constant fragments only)
+    + FENCE_SQL
+    + """
+    RETURNING 1
+), marked AS (
+    UPDATE tasks SET state = $10, status = $11::jsonb, updated_at = $12, version = version + 1
+     WHERE $9::bool AND tenant = $1 AND identity = $2 AND id = $8 AND state = ANY($13::text[])
+       AND EXISTS (SELECT 1 FROM begun)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM begun) AS applied, (SELECT count(*) FROM marked) AS marked, """
+    + SNAPSHOT_COLUMNS_SQL
+    + """
+  FROM (SELECT 1) AS one
+  LEFT JOIN tasks t ON t.tenant = $1 AND t.identity = $2 AND t.id = $8
+"""
+)
+
+
+@dataclass(frozen=True)
+class _TurnChange:
+    """What one fenced turn update sets (``_FENCED_UPDATE_SQL``'s parameters)."""
+
+    status: str
+    attempts_delta: int = 0
+    due_in: float | None = None  # seconds from now; None keeps not_before
+    set_error: bool = False
+    error: str | None = None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class PostgresMailbox:
+    def __init__(self, pool: StatementPool, shared: SharedMailbox) -> None:
+        self._pool = pool
+        self._shared = shared
+
+    async def claim(self, *, owner: str, limit: int, lease_seconds: float) -> list[Lease]:
+        """One statement: ``UPDATE actors … WHERE (tenant, identity) IN (SELECT … FOR UPDATE
+        SKIP LOCKED LIMIT n) RETURNING``; its row locks last only while it runs."""
+        if limit <= 0:
+            return []
+        found = await self._pool.fetch(CLAIM_SQL, owner, float(lease_seconds), limit)
+        return [
+            Lease(CallerScope(tenant=t, identity=i), Fence(owner=owner, token=int(f)))
+            for t, i, f in found
+        ]
+
+    async def claim_with_heads(
+        self, *, owner: str, limit: int, lease_seconds: float
+    ) -> list[tuple[Lease, QueuedTurn | None]]:
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(_CLAIM_WITH_HEADS_SQL, owner, float(lease_seconds), limit)
+        return [
+            (
+                Lease(
+                    CallerScope(tenant=row["tenant"], identity=row["identity"]),
+                    Fence(owner=owner, token=int(row["fence"])),
+                ),
+                queued_turn(row),
+            )
+            for row in rows
+        ]
+
+    async def head_turn(self, lease: Lease) -> QueuedTurn | None:
+        row = await self._pool.fetchrow(_HEAD_SQL, lease.scope.tenant, lease.scope.identity)
+        return queued_turn(row)
+
+    async def _fenced_update(self, lease: Lease, turn_id: int, change: _TurnChange) -> bool:
+        applied = await self._pool.fetchval(
+            _FENCED_UPDATE_SQL,
+            *fence_params(lease.scope, lease.fence),
+            turn_id,
+            change.status,
+            change.attempts_delta,
+            change.due_in,
+            change.set_error,
+            change.error,
+            list(UNFINISHED_TURNS),
+        )
+        return applied is not None
+
+    async def begin_attempt(self, lease: Lease, turn: QueuedTurn) -> bool:
+        return await self._fenced_update(lease, turn.id, _TurnChange(TURN_RUNNING, 1))
+
+    async def begin(self, lease: Lease, turn: QueuedTurn, mark: WorkingMark | None) -> Begun:
+        """One statement: the attempt begun, the task marked working (with ``mark``) and its
+        snapshot read."""
+        row = await self._pool.fetchrow(
+            _BEGIN_AND_SNAPSHOT_SQL,
+            *fence_params(lease.scope, lease.fence),
+            turn.id,
+            TURN_RUNNING,
+            list(UNFINISHED_TURNS),
+            turn.task_id,
+            mark is not None,
+            mark.state if mark is not None else None,
+            _json(mark.status) if mark is not None else None,
+            mark.at if mark is not None else None,
+            list(mark.allowed) if mark is not None else [],
+        )
+        if row is None or row["applied"] != 1:
+            return Begun(applied=False)
+        return Begun(applied=True, snapshot=snapshot_from_row(row[2:]), marked=row["marked"] == 1)
+
+    async def settle(
+        self, lease: Lease, turn_id: int, status: str, *, error: str | None = None
+    ) -> bool:
+        return await self._fenced_update(
+            lease, turn_id, _TurnChange(status, set_error=True, error=error)
+        )
+
+    async def settle_and_head(
+        self, lease: Lease, turn_id: int, status: str, *, error: str | None = None
+    ) -> Settled:
+        row = await self._pool.fetchrow(
+            _SETTLE_AND_HEAD_SQL,
+            *fence_params(lease.scope, lease.fence),
+            turn_id,
+            status,
+            error,
+            list(UNFINISHED_TURNS),
+        )
+        if row is None or row["applied"] != 1:
+            return Settled(applied=False)
+        return Settled(applied=True, next_turn=queued_turn(row))
+
+    async def retry_later(self, lease: Lease, turn_id: int, *, delay: float, error: str) -> bool:
+        change = _TurnChange(TURN_QUEUED, due_in=float(delay), set_error=True, error=error)
+        return await self._fenced_update(lease, turn_id, change)
+
+    async def give_back(self, lease: Lease, turn_id: int) -> bool:
+        change = _TurnChange(TURN_QUEUED, -1, set_error=True, error=ERROR_INTERRUPTED)
+        return await self._fenced_update(lease, turn_id, change)
+
+    async def extend(self, leases: Iterable[Lease], *, lease_seconds: float) -> set[Lease]:
+        return await self._shared.extend(leases, lease_seconds=lease_seconds)
+
+    async def release(self, lease: Lease) -> bool:
+        done = await self._pool.fetchval(_RELEASE_SQL, *fence_params(lease.scope, lease.fence))
+        return done is not None
+
+    async def still_held(self, lease: Lease) -> bool:
+        return await self._shared.still_held(lease)
+
+    async def task_states(
+        self, keys: Iterable[tuple[CallerScope, str]]
+    ) -> dict[tuple[CallerScope, str], str]:
+        return await self._shared.task_states(keys)
