@@ -8,13 +8,15 @@ parameter so it is stored and compared in SQLAlchemy's own datetime text format
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, literal
+from sqlalchemy import ColumnElement, func, literal, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.documents import as_utc
 from app.db.models.base import Timestamp
 
 
@@ -22,6 +24,7 @@ from app.db.models.base import Timestamp
 class SqlClock:
     now: Callable[[], ColumnElement[Any]]
     after: Callable[[float], ColumnElement[Any]]  # now + seconds
+    read: Callable[[AsyncSession], Awaitable[datetime]]  # the time now, in a transaction
 
 
 def _server_after(seconds: float) -> ColumnElement[Any]:
@@ -36,5 +39,13 @@ def _process_after(seconds: float) -> ColumnElement[Any]:
     return literal(datetime.now(UTC) + timedelta(seconds=seconds), type_=Timestamp)
 
 
-SERVER_CLOCK = SqlClock(now=func.now, after=_server_after)
-PROCESS_CLOCK = SqlClock(now=_process_now, after=_process_after)
+async def _server_read(session: AsyncSession) -> datetime:
+    return as_utc((await session.execute(select(func.now()))).scalar_one())
+
+
+async def _process_read(_session: AsyncSession) -> datetime:
+    return datetime.now(UTC)
+
+
+SERVER_CLOCK = SqlClock(now=func.now, after=_server_after, read=_server_read)
+PROCESS_CLOCK = SqlClock(now=_process_now, after=_process_after, read=_process_read)

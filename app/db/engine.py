@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, event, text
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import NullPool
 
-from app.db.fence import db_now
 from app.db.signals import Signals
 from app.db.sqlite_file import make_private
 from app.db.statement_pool import StatementPool
@@ -141,10 +140,6 @@ class Database:
         from app.db.storage import open_storage  # the stores import this module
 
         return open_storage(self)
-
-    def clock(self) -> ColumnElement[Any]:
-        """The database's clock for lease comparisons (``app.db.fence.db_now``)."""
-        return db_now(self.is_sqlite)
 
     @property
     def is_sqlite(self) -> bool:

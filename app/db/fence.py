@@ -9,13 +9,11 @@ another worker took the lease over changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, exists, func, literal, select
+from sqlalchemy import ColumnElement, exists, select
 
 from app.db.models import ActorRow
-from app.db.models.base import Timestamp
 from app.security.caller import CallerScope
 
 
@@ -38,24 +36,11 @@ def fence_params(scope: CallerScope, fence: Fence) -> tuple[str, str, int, str]:
     return scope.tenant, scope.identity, fence.token, fence.owner
 
 
-def db_now(is_sqlite: bool) -> ColumnElement[Any]:
-    """The database's clock for lease comparisons.
-
-    PostgreSQL: ``now()`` (the server clock, so every replica compares against one clock).
-    SQLite runs in one process, where the process clock *is* the database clock; it is bound
-    as a parameter so it is stored and compared in SQLAlchemy's own datetime text format
-    (``CURRENT_TIMESTAMP`` has another format and second resolution).
-    """
-    if is_sqlite:
-        return literal(datetime.now(UTC), type_=Timestamp)
-    return func.now()
-
-
 def fence_holds(
     scope: CallerScope, fence: Fence, *, now: ColumnElement[Any]
 ) -> ColumnElement[bool]:
     """``EXISTS`` clause: the actor still holds ``fence`` under a lease unexpired at ``now``
-    (the storage's clock, ``db_now``)."""
+    (the storage's clock, ``app.db.clock``)."""
     return exists(
         select(ActorRow.tenant).where(
             ActorRow.tenant == scope.tenant,

@@ -18,10 +18,13 @@ from app.db.engine import Database
 from app.db.mailbox import MailboxStore
 from app.db.postgres.accepts import PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
+from app.db.postgres.push_outbox import PostgresPushOutbox
 from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
+from app.db.push_outbox import PushOutboxStore
 from app.db.shared.accepts import SharedAccepts
 from app.db.shared.mailbox import SharedMailbox
+from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
@@ -43,6 +46,7 @@ class Storage:
     signals: Signals
     accepts: AcceptStore
     mailbox: MailboxStore
+    push_outbox: PushOutboxStore
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
 
@@ -62,6 +66,7 @@ def _sqlite(db: Database) -> Storage:
         signals=db.signals,
         accepts=SharedAccepts(db),
         mailbox=SharedMailbox(db, PROCESS_CLOCK, turn_writes),
+        push_outbox=SharedPushOutbox(db, PROCESS_CLOCK, db.signals.pushes),
         task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
     )
@@ -78,6 +83,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         signals=signals,
         accepts=PostgresAccepts(pool, SharedAccepts(db), signals.turns),
         mailbox=PostgresMailbox(pool, shared_mailbox),
+        push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),
         task_reads=PostgresTaskReads(pool),
         turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
     )

@@ -13,119 +13,19 @@ replay cannot push after a cancel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
-from sqlalchemy import and_, exists, select, update
-from sqlalchemy.orm import aliased
-
 from app.db.engine import Database
-from app.db.models import PushOutboxRow
-from app.db.outbox import DEAD, DELIVERED, PENDING
-from app.push.store import as_utc, db_now, wake_deliverers
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    id: int
-    tenant: str
-    task_id: str
-    kind: str
-    message_key: str
-    attempts: int
-    last_status: int | None
-    last_error: str | None
-    created_at: datetime
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "tenant": self.tenant,
-            "taskId": self.task_id,
-            "kind": self.kind,
-            "messageId": f"{self.task_id}:{self.message_key}",
-            "attempts": self.attempts,
-            "lastStatus": self.last_status,
-            "lastError": self.last_error,
-            "createdAt": self.created_at.isoformat(),
-        }
-
-
-@dataclass(frozen=True)
-class ReplayReport:
-    requeued: tuple[int, ...]
-    superseded: tuple[int, ...]
-    not_dead: tuple[int, ...]
+from app.db.push_outbox import DeadLetter as DeadLetter
+from app.db.push_outbox import ReplayReport as ReplayReport
 
 
 async def list_dead(
     db: Database, *, tenant: str | None = None, limit: int = 1000
 ) -> list[DeadLetter]:
-    o = PushOutboxRow
-    query = select(o).where(o.status == DEAD).order_by(o.id).limit(limit)
-    if tenant is not None:
-        query = query.where(o.tenant == tenant)
-    async with db.transaction() as session:
-        rows = (await session.execute(query)).scalars().all()
-    return [
-        DeadLetter(
-            id=r.id,
-            tenant=r.tenant,
-            task_id=r.task_id,
-            kind=r.kind,
-            message_key=r.message_key,
-            attempts=r.attempts,
-            last_status=r.last_status,
-            last_error=r.last_error,
-            created_at=as_utc(r.created_at),
-        )
-        for r in rows
-    ]
+    return await db.storage.push_outbox.list_dead(tenant=tenant, limit=limit)
 
 
 async def replay(
     db: Database, *, ids: list[int] | None = None, tenant: str | None = None
 ) -> ReplayReport:
     """Re-queue the dead rows ``ids`` (or every dead row when ``ids`` is None)."""
-    o = PushOutboxRow
-    later = aliased(PushOutboxRow)
-    # CONTRACT §7: per task, pushes arrive in order; an older one after a newer is not replayed.
-    superseded = exists().where(
-        and_(
-            later.tenant == o.tenant,
-            later.task_id == o.task_id,
-            later.config_id == o.config_id,
-            later.status == DELIVERED,
-            later.id > o.id,
-        )
-    )
-    scope = [o.status == DEAD]
-    if ids is not None:
-        scope.append(o.id.in_(ids))
-    if tenant is not None:
-        scope.append(o.tenant == tenant)
-    async with db.transaction() as session:
-        dead = (await session.execute(select(o.id, superseded).where(*scope))).all()
-        skip = tuple(sorted(row_id for row_id, is_superseded in dead if is_superseded))
-        requeue = sorted(row_id for row_id, is_superseded in dead if not is_superseded)
-        if requeue:
-            now = await db_now(db, session)
-            await session.execute(
-                update(o)
-                .where(o.id.in_(requeue), o.status == DEAD)
-                .values(
-                    status=PENDING,
-                    attempts=0,
-                    unauthorized_attempts=0,
-                    first_attempt_at=None,
-                    next_attempt_at=now,
-                    lease_owner=None,
-                    lease_until=None,
-                )
-                .execution_options(synchronize_session=False)
-            )
-    if requeue:
-        await wake_deliverers(db)
-    found = {row_id for row_id, _ in dead}
-    missing = tuple(sorted(set(ids or ()) - found))
-    return ReplayReport(requeued=tuple(requeue), superseded=skip, not_dead=missing)
+    return await db.storage.push_outbox.replay(ids=ids, tenant=tenant)

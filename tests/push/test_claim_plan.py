@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from app.db.engine import Database
-from app.push.store_pg import _CLAIM_SQL
+from app.db.postgres.push_outbox import _CLAIM_SQL
 from tests.db.helpers import plan_nodes
 
 pytestmark = pytest.mark.postgres
