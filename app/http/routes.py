@@ -11,13 +11,13 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Header
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
 from app.ops.metrics import CONTENT_TYPE_LATEST
-from app.rpc.dispatch import RpcDispatcher, RpcOutcome
+from app.rpc.dispatch import ClientDisconnected, RpcDispatcher, RpcOutcome
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -38,22 +38,30 @@ class RpcEndpoint:
         self._dispatcher = dispatcher
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization, duplicate_authorization, version, declared = _read_headers(scope)
+        authorization, duplicate_authorization, version, declared, content_type = _read_headers(
+            scope
+        )
+        body = _BodyReader(declared, receive)
         outcome = await self._dispatcher.handle(
             authorization=authorization,
             version=version,
-            read_body=_BodyReader(declared, receive).read,
+            read_body=body.read,
             duplicate_authorization=duplicate_authorization,
+            content_type=content_type,
         )
-        await _send_outcome(send, outcome)
+        await _send_outcome(send, outcome, close=not body.complete)
 
 
-def _read_headers(scope: Scope) -> tuple[str | None, bool, str | None, str | None]:
-    """The headers the dispatcher needs: (authorization, duplicated?, A2A-Version, length)."""
+def _read_headers(
+    scope: Scope,
+) -> tuple[str | None, bool, str | None, str | None, str | None]:
+    """The headers the dispatcher needs: (authorization, duplicated?, A2A-Version, length,
+    Content-Type)."""
     authorization: str | None = None
     duplicate_authorization = False
     version: str | None = None
     declared: str | None = None
+    content_type: str | None = None
     for name, value in scope["headers"]:
         if name == b"authorization":
             duplicate_authorization = authorization is not None
@@ -62,17 +70,24 @@ def _read_headers(scope: Scope) -> tuple[str | None, bool, str | None, str | Non
             version = value.decode("latin-1")
         elif name == b"content-length":
             declared = value.decode("latin-1")
-    return authorization, duplicate_authorization, version, declared
+        elif name == b"content-type":
+            content_type = value.decode("latin-1")
+    return authorization, duplicate_authorization, version, declared, content_type
 
 
 class _BodyReader:
-    """Reads the request body only when the dispatcher asks (after the token check), bounded."""
+    """Reads the request body only when the dispatcher asks (after the token check), bounded.
 
-    __slots__ = ("_declared", "_receive")
+    ``complete`` says whether the body was read to its end: an answer sent before that (an
+    early 401, 413 or 415) closes the connection, so the edge stops reading a body it will not
+    use (RFC 9112 §9.6; a kept-alive connection would read and discard all of it)."""
+
+    __slots__ = ("_declared", "_receive", "complete")
 
     def __init__(self, declared: str | None, receive: Receive) -> None:
         self._declared = declared
         self._receive = receive
+        self.complete = declared == "0"
 
     async def read(self, limit: int) -> bytes:
         declared = self._declared
@@ -87,21 +102,24 @@ class _BodyReader:
         while True:
             message = await self._receive()
             if message["type"] != "http.request":
-                raise ClientDisconnect()
+                raise ClientDisconnected()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise PayloadTooLarge(f"request body exceeds {limit} bytes")
             chunks.append(chunk)
             if not message.get("more_body", False):
+                self.complete = True
                 return b"".join(chunks)
 
 
-async def _send_outcome(send: Send, outcome: RpcOutcome) -> None:
+async def _send_outcome(send: Send, outcome: RpcOutcome, *, close: bool) -> None:
     headers = [
         (b"content-type", outcome.media_type.encode("latin-1")),
         (b"content-length", str(len(outcome.body)).encode("latin-1")),
     ]
+    if close:
+        headers.append((b"connection", b"close"))
     headers += [
         (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers.items()
     ]
@@ -171,16 +189,21 @@ def add_rpc_route(router: APIRouter, rpc_path: str, dispatcher: RpcDispatcher) -
 
     @router.post(rpc_path, response_class=Response, include_in_schema=False)
     async def rpc(request: Request) -> Response:
-        authorization, duplicate_authorization, version, declared = _read_headers(request.scope)
+        authorization, duplicate_authorization, version, declared, content_type = _read_headers(
+            request.scope
+        )
+        body = _BodyReader(declared, request.receive)
         outcome = await dispatcher.handle(
             authorization=authorization,
             version=version,
-            read_body=_BodyReader(declared, request.receive).read,
+            read_body=body.read,
             duplicate_authorization=duplicate_authorization,
+            content_type=content_type,
         )
+        headers = outcome.headers if body.complete else {**outcome.headers, "Connection": "close"}
         return Response(
             outcome.body,
             status_code=outcome.status_code,
-            headers=outcome.headers,
+            headers=headers,
             media_type=outcome.media_type,
         )

@@ -37,6 +37,11 @@ class Metrics:
             registry=r,
         )
         self._token_ok = self.token_verifications.labels("ok")
+        self.client_disconnects = Counter(
+            "edge_client_disconnects_total",
+            "RPC requests whose client went away before its body arrived",
+            registry=r,
+        )
         self.jwks_fetches = Counter(
             "edge_jwks_fetches_total", "Gateway JWKS fetches by result", ["result"], registry=r
         )
@@ -73,6 +78,9 @@ class Metrics:
 
     def token_refused(self, reason: str) -> None:
         self.token_verifications.labels(reason).inc()
+
+    def client_disconnected(self) -> None:
+        self.client_disconnects.inc()
 
     def jwks_fetched(self, result: str) -> None:
         self.jwks_fetches.labels(result).inc()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.errors import (
+    ContentTypeNotSupported,
     HttpRefusal,
     InternalError,
     InvalidParams,
@@ -29,6 +30,7 @@ from app.errors import (
 )
 from app.rpc.context import MethodTable, RpcCall
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
+from app.rpc.media_type import is_json
 from app.rpc.responses import encode, failure, success_body
 from app.security.caller import CallerScope, VerifiedCaller
 from app.tenants.registry import TenantRecord
@@ -55,6 +57,13 @@ class RpcObserver(Protocol):
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None: ...
     def token_verified(self) -> None: ...
     def token_refused(self, reason: str) -> None: ...
+    def client_disconnected(self) -> None: ...
+
+
+class ClientDisconnected(Exception):
+    """Raised by a body reader when the client went away before its body arrived (an aborted
+    upload, or the connection's body deadline): an ordinary event, counted, never logged as
+    an error; the answer goes nowhere."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class RpcDispatcher:
         version: str | None,
         read_body: BodyReader,
         duplicate_authorization: bool = False,
+        content_type: str | None = None,
     ) -> RpcOutcome:
         started = time.perf_counter()
         method = "-"
@@ -102,6 +112,9 @@ class RpcDispatcher:
             verified = True
             if self._observer is not None:
                 self._observer.token_verified()
+            if not is_json(content_type):
+                self._finished(method, ContentTypeNotSupported.default_reason, started)
+                return _unsupported_media_type()
             body = await read_body(self._max_body)
             request = parse_request(body)
             method = request.method if request.method in self._methods else "unknown"
@@ -122,6 +135,11 @@ class RpcDispatcher:
         except _CallFailed as exc:
             self._finished(method, exc.error.reason, started)
             return RpcOutcome(200, encode(failure(exc.request_id, exc.error)))
+        except ClientDisconnected:
+            if self._observer is not None:
+                self._observer.client_disconnected()
+            self._finished(method, "client_disconnected", started)
+            return RpcOutcome(400, b"", media_type="text/plain; charset=utf-8")
 
     async def _call(
         self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
@@ -220,3 +238,14 @@ def _refusal(refusal: HttpRefusal) -> RpcOutcome:
         media_type="text/plain; charset=utf-8",
         headers=headers,
     )
+
+
+def _unsupported_media_type() -> RpcOutcome:
+    """HTTP 415 (RFC 9110 §15.5.16) with a JSON-RPC error body: the request was not read, so
+    its id is unknown (null); the code is -32005, ContentTypeNotSupportedError, the error A2A
+    §5.4 gives an unsupported media type."""
+    error = ContentTypeNotSupported(
+        "the request body must be JSON: Content-Type application/json or application/a2a+json",
+        reason="unsupported_media_type",
+    )
+    return RpcOutcome(415, encode(failure(None, error)))

@@ -110,7 +110,7 @@ async def test_an_endless_header_line_is_cut_at_the_cap() -> None:
         writer.close()
     # The server stopped reading soon after the cap (its 431 is lost in the reset, since this
     # client never reads): the client could not push 50 MB into it.
-    assert sent < 4_000_000, sent
+    assert sent < 16_000_000, sent
 
 
 async def test_a_head_at_the_cap_with_its_body_in_the_same_read_is_served() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import AsyncIterator
 
 import httpx
@@ -276,3 +277,78 @@ async def test_the_rpc_route_variant_answers_like_the_raw_endpoint(edge: EdgeHar
             assert (via_route.status_code, via_route.content) == (raw.status_code, raw.content)
             assert via_route.headers.get("www-authenticate") == raw.headers.get("www-authenticate")
         assert (await routed.post("/a2a/", json=body)).status_code == 404
+
+
+# --- issue 47: Content-Type, early refusals, aborted uploads -----------------------------------
+
+_CARD_BODY = b'{"jsonrpc":"2.0","id":7,"method":"GetExtendedAgentCard","params":{"tenant":"demo"}}'
+
+
+async def test_only_json_bodies_are_read_anything_else_is_415(edge: EdgeHarness) -> None:
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "text/json"):
+        headers = {**edge.headers(), "Content-Type": content_type}
+        r = await edge.client.post("/a2a", content=_CARD_BODY, headers=headers)
+        assert r.status_code == 415, content_type
+        assert r.headers["content-type"] == "application/json"
+        assert r.headers["connection"] == "close"  # the body was not read
+        doc = r.json()
+        assert doc["id"] is None and doc["error"]["code"] == -32005
+        assert doc["error"]["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+        assert content_type not in r.text
+    # The token is checked first (CONTRACT §3 steps 1-8 before the body).
+    r = await edge.client.post("/a2a", content=_CARD_BODY, headers={"Content-Type": "text/plain"})
+    assert r.status_code == 401
+    # JSON with parameters, in any case, and no Content-Type at all are read.
+    for content_type in ("application/json; charset=utf-8", "Application/A2A+JSON", None):
+        headers = edge.headers()
+        del headers["Content-Type"]
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        r = await edge.client.post("/a2a", content=_CARD_BODY, headers=headers)
+        assert r.status_code == 200 and r.json()["id"] == 7 and "result" in r.json()
+        assert "connection" not in r.headers
+
+
+async def test_an_answer_before_the_body_was_read_closes_the_connection(
+    edge: EdgeHarness,
+) -> None:
+    # A kept-alive connection would read and discard the whole body after an early refusal.
+    unauthorized = await edge.client.post("/a2a", content=_CARD_BODY, headers={})
+    assert unauthorized.status_code == 401
+    assert unauthorized.headers["connection"] == "close"
+    too_large = await edge.client.post(
+        "/a2a", content=b"x" * (edge.settings.max_body_bytes + 1), headers=edge.headers()
+    )
+    assert too_large.status_code == 413
+    assert too_large.headers["connection"] == "close"
+
+
+async def test_a_client_that_aborts_its_upload_is_counted_not_logged(
+    edge: EdgeHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(edge.services)
+    token = edge.token()
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/a2a",
+        "root_path": "",
+        "headers": [
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-length", b"1000"),
+            (b"content-type", b"application/json"),
+        ],
+    }
+    messages = [{"type": "http.request", "body": b"{", "more_body": True}]
+
+    async def receive() -> dict[str, object]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(_: object) -> None:
+        pass
+
+    with caplog.at_level(logging.WARNING):
+        await app(scope, receive, send)
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    metrics = edge.services.metrics.render().decode()
+    assert "edge_client_disconnects_total 1.0" in metrics
