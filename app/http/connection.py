@@ -142,8 +142,9 @@ class EdgeHttpProtocol(HttpToolsProtocol):
         if not self._in_head:
             super().data_received(data)
             return
-        # Counted per read, before the parser buffers anything: the parser never holds more
-        # than the cap of one request's head.
+        # Counted per read, before the parser buffers anything, so the parser never holds
+        # more than the cap of a head (plus, for a pipelined request whose head began in the
+        # read that ended the previous request, what that one read held of it).
         room = self._limits.max_header_bytes - self._head_bytes
         if len(data) <= room:
             self._head_bytes += len(data)
