@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from app.cli.common import (
     DATABASE_ERRORS,
@@ -14,6 +15,7 @@ from app.cli.common import (
 )
 from app.db.storage import shares_across_processes
 from app.errors import ConfigError
+from app.settings import Settings
 
 MAX_SERVE_WORKERS = 64
 
@@ -65,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(exc.message, EXIT_CONFIG)
     configure_logging(settings.log_level, json_logs=settings.log_json)
+    raise_open_file_limit(settings.max_connections + _fd_headroom(settings))
     # The factory builds the services inside each uvicorn worker process.
     import os
 
@@ -91,6 +94,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_config=None,
     )
     return 0
+
+
+def _fd_headroom(settings: Settings) -> int:
+    """File descriptors a process needs besides its client connections: the database pools
+    (at most 1.5 x EDGE_DB_POOL_SIZE, docs/configuration.md), the listening socket, JWKS and
+    push connections, logs and the interpreter's own."""
+    return settings.db_pool_size * 3 // 2 + 128
+
+
+def raise_open_file_limit(wanted: int) -> None:
+    """Raise the soft open-file limit to ``wanted`` (at most the hard limit), so the
+    connection cap, not ``accept()`` failing with EMFILE, is what turns clients away; uvicorn's
+    worker processes inherit it. Says so when the hard limit is lower."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < wanted:
+        logging.getLogger("looping_edge.serve").warning(
+            "open-file limit %d is below EDGE_MAX_CONNECTIONS plus the pools (%d): "
+            "raise ulimit -n or lower EDGE_MAX_CONNECTIONS",
+            target,
+            wanted,
+        )
 
 
 def _background_flags(args: argparse.Namespace) -> str:

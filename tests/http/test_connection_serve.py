@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -112,3 +113,19 @@ async def test_slow_clients_are_cut_and_legitimate_calls_go_on(tmp_path: Path) -
     in_time = sum(1 for c in closed if c is not None and c <= 35)
     assert in_time >= 0.9 * len(slow), sorted(c or -1 for c in closed)
     assert served >= 0.95 * sent, (served, sent)
+
+
+async def test_serve_raises_its_open_file_limit_for_the_connection_cap(tmp_path: Path) -> None:
+    # With `ulimit -n 256` no legitimate call got through 300 slow connections (issue 47): the
+    # limit, not the cap, turned clients away. serve raises its soft limit (up to the hard one).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2000:
+        pytest.skip(f"hard open-file limit {hard} is too low for this check")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # inherited by serve
+    try:
+        async with serving(tmp_path, max_connections=1500) as edge:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            child_soft, _ = resource.prlimit(edge.child.proc.pid, resource.RLIMIT_NOFILE)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert child_soft >= 1500
