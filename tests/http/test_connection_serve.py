@@ -110,6 +110,9 @@ async def test_slow_clients_are_cut_and_legitimate_calls_go_on(tmp_path: Path) -
         closed = await asyncio.gather(*slow)
         served, sent = await legit
         edge.child.check_alive()
+        logs = edge.child.logs()
+    # The slow bodies cut at their deadline are aborted uploads: counted, not errors.
+    assert "Exception in ASGI" not in logs and '"ERROR"' not in logs, logs[-2000:]
     in_time = sum(1 for c in closed if c is not None and c <= 35)
     assert in_time >= 0.9 * len(slow), sorted(c or -1 for c in closed)
     assert served >= 0.95 * sent, (served, sent)
