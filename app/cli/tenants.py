@@ -21,6 +21,7 @@ from app.cli.common import (
     settings_or_exit,
 )
 from app.tenants.manifest import TenantManifest, strict_json_object, validate_tenant_id
+from app.tenants.profile import GATEWAY, OPEN, PROFILES
 from app.tenants.registry import (
     TenantExists,
     TenantMissing,
@@ -65,9 +66,16 @@ def _definition_args(p: argparse.ArgumentParser, *, default_kind: str | None) ->
     p.add_argument("--agent", choices=AGENT_KINDS, default=default_kind, help="agent kind")
     p.add_argument("--agent-config", type=Path, help="JSON file with the agent's configuration")
     p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="gateway (default: the Looping gateway's contract) or open (general A2A clients: "
+        "pushes to any https URL past the SSRF rules, Message results; implies "
+        "--require-push-config false)",
+    )
+    p.add_argument(
         "--require-push-config",
         choices=("true", "false"),
-        help="SendMessage must carry a push config (default true)",
+        help="SendMessage must carry a push config (default true, false for --profile open)",
     )
     p.add_argument(
         "--dedupe-message-ids",
@@ -111,10 +119,20 @@ def _flag(value: str | None) -> bool | None:
     return None if value is None else value == "true"
 
 
+def _require_push(a: argparse.Namespace) -> bool | None:
+    """``--require-push-config`` as given; ``--profile open`` alone implies ``false`` (general
+    clients need not send one), and an explicit flag beside it wins."""
+    given = _flag(a.require_push_config)
+    if given is None and a.profile == OPEN:
+        return False
+    return given
+
+
 def _show(record: TenantRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "enabled": record.enabled,
+        "profile": record.profile,
         "agent": record.agent_kind,
         "agentConfig": dict(record.agent_config),
         "requirePushConfig": record.require_push_config,
@@ -144,8 +162,9 @@ async def _add(store: TenantStore, a: argparse.Namespace) -> int:
         manifest=_manifest(a.manifest),
         agent_kind=a.agent,
         agent_config=_agent_config(a.agent_config) if a.agent_config else {},
-        require_push_config=_flag(a.require_push_config) is not False,
+        require_push_config=_require_push(a) is not False,
         dedupe_message_ids=_flag(a.dedupe_message_ids) is not False,
+        profile=a.profile or GATEWAY,
     )
     _check_python_entry(record.agent_kind, record.agent_config)
     try:
@@ -161,8 +180,9 @@ async def _update(store: TenantStore, a: argparse.Namespace) -> int:
         "manifest": _manifest(a.manifest) if a.manifest else None,
         "agent_kind": a.agent,
         "agent_config": _agent_config(a.agent_config) if a.agent_config else None,
-        "require_push_config": _flag(a.require_push_config),
+        "require_push_config": _require_push(a),
         "dedupe_message_ids": _flag(a.dedupe_message_ids),
+        "profile": a.profile,
     }
     if all(v is None for v in changes.values()):
         raise _Usage("nothing to update: give --manifest, --agent, --agent-config or a flag")
@@ -192,7 +212,8 @@ async def _list(store: TenantStore, a: argparse.Namespace) -> int:
     for r in records:
         state = "enabled" if r.enabled else "disabled"
         name = printable(str(r.manifest.get("name", "")))
-        print(f"{r.id}\t{state}\t{printable(r.agent_kind)}\trev {r.revision}\t{name}")
+        kind = printable(r.agent_kind)
+        print(f"{r.id}\t{state}\t{kind}\t{r.profile}\trev {r.revision}\t{name}")
     return 0
 
 

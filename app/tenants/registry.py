@@ -20,6 +20,7 @@ from sqlalchemy import delete, select, update
 from app.db.engine import Database
 from app.db.models import TenantRow
 from app.tenants.manifest import MAX_AGENT_CONFIG_BYTES, TenantManifest, validate_tenant_id
+from app.tenants.profile import GATEWAY, OPEN, check_profile
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class TenantRecord:
     enabled: bool = True
     require_push_config: bool = True
     dedupe_message_ids: bool = True
+    profile: str = GATEWAY
     revision: int = 1
     # When this incarnation of the tenant was added: a tenant removed and added again starts
     # over at revision 1, so (created_at, revision) is what identifies its manifest's version.
@@ -40,6 +42,11 @@ class TenantRecord:
     def card_version(self) -> tuple[datetime | None, int]:
         """What the signed-card cache keys on: changes whenever the manifest may have."""
         return (self.created_at, self.revision)
+
+    @property
+    def is_open(self) -> bool:
+        """Served for general A2A clients (``app.tenants.profile``)."""
+        return self.profile == OPEN
 
     @classmethod
     def from_row(cls, row: TenantRow) -> TenantRecord:
@@ -51,6 +58,7 @@ class TenantRecord:
             enabled=row.enabled,
             require_push_config=row.require_push_config,
             dedupe_message_ids=row.dedupe_message_ids,
+            profile=row.profile,
             revision=row.revision,
             created_at=row.created_at,
         )
@@ -83,7 +91,7 @@ class TenantStore:
     async def add(self, record: TenantRecord) -> TenantRecord:
         """Register a tenant; the id and manifest are checked here, not only by the
         CLI, so every path into the registry obeys CONTRACT §8 (``ValueError`` otherwise)."""
-        _check_definition(record.id, record.manifest)
+        _check_definition(record.id, record.manifest, record.profile)
         check_agent_config(record.agent_config)
         now = _utcnow()
         async with self._db.transaction() as s:
@@ -97,6 +105,7 @@ class TenantStore:
                 enabled=record.enabled,
                 require_push_config=record.require_push_config,
                 dedupe_message_ids=record.dedupe_message_ids,
+                profile=record.profile,
                 revision=1,
                 # Set here, to the microsecond on both backends (SQLite's CURRENT_TIMESTAMP
                 # has whole seconds): a remove and re-add must not look like the same tenant.
@@ -114,6 +123,7 @@ class TenantStore:
             "enabled",
             "require_push_config",
             "dedupe_message_ids",
+            "profile",
         }
         unknown = set(changes) - allowed
         if unknown:
@@ -122,6 +132,8 @@ class TenantStore:
             TenantManifest.from_data(dict(changes["manifest"]))
         if changes.get("agent_config") is not None:
             check_agent_config(changes["agent_config"])
+        if changes.get("profile") is not None:
+            check_profile(changes["profile"])
 
         async with self._db.transaction() as s:
             values: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
@@ -154,11 +166,12 @@ class TenantStore:
         return found
 
 
-def _check_definition(tenant_id: str, manifest: Mapping[str, Any]) -> None:
+def _check_definition(tenant_id: str, manifest: Mapping[str, Any], profile: str) -> None:
     # The agent kind is checked against the worker's agent registry by whoever builds it (the
     # CLI knows the built-in kinds; embedders may register their own).
     validate_tenant_id(tenant_id)
     TenantManifest.from_data(dict(manifest))
+    check_profile(profile)
 
 
 def check_agent_config(config: Mapping[str, Any]) -> None:

@@ -85,6 +85,7 @@ class EdgeHarness:
         agent_config: Mapping[str, Any] | None = None,
         require_push_config: bool = True,
         dedupe_message_ids: bool = True,
+        profile: str = "gateway",
     ) -> TenantRecord:
         record = await self.services.tenant_store.add(
             TenantRecord(
@@ -94,6 +95,7 @@ class EdgeHarness:
                 agent_config=dict(agent_config or {}),
                 require_push_config=require_push_config,
                 dedupe_message_ids=dedupe_message_ids,
+                profile=profile,
             )
         )
         self.services.tenants.invalidate()

@@ -41,3 +41,24 @@ async def test_an_agent_config_past_its_cap_is_refused_on_every_path(store: Tena
         await store.update("big", agent_config=big)
     record = await store.get("big")
     assert record is not None and record.agent_config == {}
+
+
+async def test_the_profile_is_stored_and_defaults_to_gateway(store: TenantStore) -> None:
+    # Issue 49: "gateway" is today's behaviour, "open" serves general A2A clients.
+    plain = await store.add(TenantRecord(id="plain", manifest=demo_manifest()))
+    assert plain.profile == "gateway" and not plain.is_open
+    opened = await store.add(TenantRecord(id="opened", manifest=demo_manifest(), profile="open"))
+    assert opened.profile == "open" and opened.is_open
+    back = await store.update("opened", profile="gateway")
+    assert back.profile == "gateway" and back.revision == 2
+    assert [r.profile for r in await store.list()] == ["gateway", "gateway"]
+
+
+async def test_an_unknown_profile_is_refused_on_every_path(store: TenantStore) -> None:
+    with pytest.raises(ValueError, match="profile must be one of gateway, open"):
+        await store.add(TenantRecord(id="odd", manifest=demo_manifest(), profile="public"))
+    await store.add(TenantRecord(id="odd", manifest=demo_manifest()))
+    with pytest.raises(ValueError, match="profile must be one of"):
+        await store.update("odd", profile="Open")
+    record = await store.get("odd")
+    assert record is not None and record.profile == "gateway"

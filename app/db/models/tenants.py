@@ -21,6 +21,10 @@ class TenantRow(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     require_push_config: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     dedupe_message_ids: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    # "gateway" or "open" (app.tenants.profile); rows from before the column are gateway.
+    profile: Mapped[str] = mapped_column(
+        String(16), nullable=False, default="gateway", server_default="gateway"
+    )
     # Bumped on every change: the card cache and the running edges key on it.
     revision: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     created_at: Mapped[datetime] = mapped_column(
