@@ -8,8 +8,12 @@ watches ``ctx.cancelled`` (set when the task is canceled or the turn must stop),
 
 - ``AgentReply(text, parts, artifacts)`` → task ``COMPLETED``,
 - ``AgentFailure(text)`` → task ``FAILED`` with that text (an answer the agent chose to give),
-- ``AgentQuestion(text, auth=False)`` → task ``INPUT_REQUIRED`` (``AUTH_REQUIRED`` with
-  ``auth=True``); the answer arrives as a resume turn with ``ctx.resume_answer`` set.
+- ``AgentQuestion(text, auth=False, parts=())`` → task ``INPUT_REQUIRED`` (``AUTH_REQUIRED``
+  with ``auth=True``; ``parts`` follow the text in the status message, e.g. the gateway's HITL
+  request part); the answer arrives as a resume turn with ``ctx.resume_answer`` set.
+
+The gateway's turn envelope (``app.agents.envelope``) is parsed once: ``ctx.envelope.text`` is
+the inner text and its attributes are fields beside it.
 
 Raising (or running past the turn timeout) is a *crash*: the runtime retries the turn with
 backoff and, after the last attempt, fails the task with the operator's text, never the
@@ -22,6 +26,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from app.agents.envelope import TurnEnvelope, parse_envelope
 
 JsonDict = dict[str, Any]
 
@@ -47,6 +53,7 @@ class AgentFailure:
 class AgentQuestion:
     text: str
     auth: bool = False
+    parts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Part`` dicts, after the text
 
 
 AgentResult = AgentReply | AgentFailure | AgentQuestion
@@ -72,7 +79,13 @@ class TurnContext:
     progress_fn: ProgressFn
     clock: Callable[[], float]  # wall-clock seconds (``time.time``), injectable in tests
     agent_config: Mapping[str, Any] = field(default_factory=dict)
-    sessions: Any = None  # per-identity conversation memory (later issue)
+    sessions: Any = None  # per-identity session store (app.agents.llm.session.SessionStore)
+    envelope: TurnEnvelope | None = None  # the incoming message's parsed turn envelope
+
+    @property
+    def turn(self) -> TurnEnvelope:
+        """The incoming turn's envelope (parsed from the message when the runtime gave none)."""
+        return self.envelope or parse_envelope(first_text(self.message))
 
     async def progress(self, step_key: str, text: str) -> None:
         """Publish a progress message (``WORKING`` + text, pushed as ``<taskId>:<step_key>``).

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-AGENT_KINDS: tuple[str, ...] = ("echo", "scripted", "python")
+AGENT_KINDS: tuple[str, ...] = ("echo", "scripted", "python", "llm")

@@ -10,7 +10,10 @@ from app.agents.contract import Agent
 from app.agents.echo import EchoAgent
 from app.agents.entry_point import AgentEntryError, PythonEntryPoints
 from app.agents.kinds import AGENT_KINDS
+from app.agents.llm.config import LlmConfigError
+from app.agents.llm.runtime import LlmRuntime
 from app.agents.scripted import ScriptedAgent
+from app.settings import Settings
 
 AgentFactory = Callable[[Mapping[str, Any]], Agent]
 
@@ -47,17 +50,23 @@ class AgentRegistry:
             raise UnknownAgentKind(kind)
         try:
             return factory(config)
-        except AgentEntryError as exc:
+        except (AgentEntryError, LlmConfigError) as exc:
             raise AgentBuildFailed(str(exc)) from exc
 
 
-def default_registry() -> AgentRegistry:
-    """The built-in kinds (kept in step with ``app.agents.kinds.AGENT_KINDS``)."""
+def default_registry(llm: LlmRuntime | None = None) -> AgentRegistry:
+    """The built-in kinds (kept in step with ``app.agents.kinds.AGENT_KINDS``). ``llm``: what
+    the process's ``llm`` turns share (without it: no environment, no plugins, sessions in
+    memory)."""
+    runtime = llm or LlmRuntime(
+        environ={}, failure_text=Settings.model_fields["failure_text"].default
+    )
     registry = AgentRegistry(
         {
             "echo": EchoAgent.from_config,
             "scripted": ScriptedAgent.from_config,
             "python": PythonEntryPoints().build,
+            "llm": runtime.factory(),
         }
     )
     assert set(registry.kinds()) == set(AGENT_KINDS)

@@ -1,7 +1,8 @@
 """The ``scripted`` agent: deterministic behaviour driven by the message (tests, conformance,
 demos). Grammar (also in docs/tenants-and-agents.md):
 
-The script is the first text part of the task's first message, one directive per line
+The script is the first text part of the task's first message (its inner text when the
+gateway wrapped it in a turn envelope), one directive per line
 (surrounding blanks ignored, empty lines skipped). Keywords are lower case.
 
     sleep <seconds>        wait (0 to 3600 s; a cancel interrupts it)
@@ -45,6 +46,7 @@ from app.agents.contract import (
     TurnStopped,
     first_text,
 )
+from app.agents.envelope import parse_envelope
 
 MAX_SLEEP_SECONDS = 3600.0
 ASK_KEYWORDS = ("ask", "auth")
@@ -108,10 +110,10 @@ class ScriptedAgent:
 
     async def run(self, ctx: TurnContext) -> AgentResult:
         if ctx.kind == "start":
-            script, answered = first_text(ctx.message), 0
+            script, answered = ctx.turn.text, 0
         else:
             users = _user_messages(ctx)
-            script, answered = first_text(users[0]), len(users) - 1
+            script, answered = parse_envelope(first_text(users[0])).text, len(users) - 1
         lines = parse_script(script)
         run = _Run(ctx)
         for line in lines[_resume_point(lines, answered) :]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.agents.entry_point import AgentEntryError, entry_of
 from app.agents.kinds import AGENT_KINDS
+from app.agents.llm.config import LlmConfigError, parse_llm_config
 from app.cli.common import (
     DATABASE_ERRORS,
     database_failed,
@@ -142,9 +143,14 @@ def _show(record: TenantRecord) -> dict[str, Any]:
     }
 
 
-def _check_python_entry(kind: str, config: Mapping[str, Any]) -> None:
-    # Checked for its shape only: the worker imports it from its own environment, which the
-    # CLI's need not be.
+def _check_agent(kind: str, config: Mapping[str, Any]) -> None:
+    # Checked for their shape only: the worker imports a python entry (and reads a model's
+    # key) from its own environment, which the CLI's need not be.
+    if kind == "llm":
+        try:
+            parse_llm_config(config)
+        except LlmConfigError as exc:
+            raise _Usage(f"invalid llm agent config: {exc}") from None
     if kind == "python":
         try:
             entry_of(config)
@@ -166,7 +172,7 @@ async def _add(store: TenantStore, a: argparse.Namespace) -> int:
         dedupe_message_ids=_flag(a.dedupe_message_ids) is not False,
         profile=a.profile or GATEWAY,
     )
-    _check_python_entry(record.agent_kind, record.agent_config)
+    _check_agent(record.agent_kind, record.agent_config)
     try:
         await store.add(record)
     except TenantExists:
@@ -189,7 +195,7 @@ async def _update(store: TenantStore, a: argparse.Namespace) -> int:
     if changes["agent_kind"] is not None or changes["agent_config"] is not None:
         current = await store.get(a.id)
         if current is not None:
-            _check_python_entry(
+            _check_agent(
                 changes["agent_kind"] or current.agent_kind,
                 current.agent_config
                 if changes["agent_config"] is None

@@ -100,7 +100,7 @@ def outcome_of(result: object) -> TurnOutcome:
         outcome = TurnOutcome(state=states.FAILED, text=result.text)
     elif isinstance(result, AgentQuestion):
         state = states.AUTH_REQUIRED if result.auth else states.INPUT_REQUIRED
-        outcome = TurnOutcome(state=state, text=result.text)
+        outcome = TurnOutcome(state=state, text=result.text, parts=tuple(result.parts))
     else:
         log.warning("turn.invalid_agent_result", extra={"outcome": type(result).__name__})
         raise AgentCrash(ERROR_AGENT)

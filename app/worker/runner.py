@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.agents.contract import TurnContext, TurnStopped, first_text
+from app.agents.envelope import parse_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
 from app.db.fence import Fence
@@ -121,6 +122,7 @@ class TurnRunner:
     tenants: Tenants
     metrics: Metrics
     clock: Callable[[], float] = time.time
+    sessions: Any = None  # the llm agents' session store (app.agents.llm.session.SessionStore)
 
     async def run(self, lease: Lease, turn: QueuedTurn, watch: TurnWatch) -> Step:
         begun = await turn_start.begin(self.db, lease, turn)
@@ -210,6 +212,7 @@ class _TurnRun:
 
     def _context(self, snapshot: Snapshot, tenant: TenantRecord) -> TurnContext:
         message = message_of(self.turn.payload)
+        envelope = parse_envelope(first_text(message))
         task_doc = snapshot.task
         return TurnContext(
             tenant=self.scope.tenant,
@@ -220,12 +223,14 @@ class _TurnRun:
             kind=self.turn.kind,
             message=message,
             history=[dict(m) for m in snapshot.history],
-            resume_answer=first_text(message) if self.turn.kind == states.TURN_RESUME else None,
+            resume_answer=envelope.text if self.turn.kind == states.TURN_RESUME else None,
             attempt=self.attempt,
             cancelled=self.watch.stop,
             progress_fn=self._progress,
             clock=self.r.clock,
             agent_config=dict(tenant.agent_config),
+            sessions=self.r.sessions,
+            envelope=envelope,
         )
 
     async def _progress(self, step_key: str, text: str) -> None:

@@ -1,0 +1,391 @@
+"""The ``llm`` agent kind: a language-model loop with tools, one continuous session per
+caller, questions to the human, and durable steps.
+
+Each step sends the system prompt, the caller's session and the new turn to the model, then
+runs the tool calls it asked for (``batch``). Every model response and every tool result is
+saved to the session as it arrives (``task:<taskId>:step:<n>``), so a turn taken over after a
+crash resumes from the last saved step: an answered model step is not asked again and a saved
+tool result is not run again. The turn ends when the model answers without tool calls, when it
+calls ``ask_user`` (task ``INPUT_REQUIRED``; the answer becomes that call's result), or when
+``max_steps`` is spent (then one last call with no tools).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import ToolDefinition
+
+from app.agents.contract import (
+    AgentFailure,
+    AgentQuestion,
+    AgentReply,
+    AgentResult,
+    TurnContext,
+)
+from app.agents.llm import compaction, history, hitl
+from app.agents.llm.batch import Batch, CallResult, arguments, bad_arguments
+from app.agents.llm.config import LlmConfig, parse_llm_config
+from app.agents.llm.events import (
+    EventBus,
+    LoopEvent,
+    ModelResponded,
+    ToolEnded,
+    ToolStarted,
+    TurnEnded,
+    TurnStarted,
+)
+from app.agents.llm.model_calls import ModelCaller, ModelUnavailable
+from app.agents.llm.plugins import maybe_await
+from app.agents.llm.runtime import LlmRuntime
+from app.agents.llm.session import SessionEntry, Transcript
+from app.agents.llm.tools import Tool, ToolContext, schema_problem
+
+log = logging.getLogger("looping.agent")
+
+ONE_QUESTION = "error: one question at a time; ask again once this one is answered"
+
+
+class LlmAgent:
+    def __init__(self, config: LlmConfig, runtime: LlmRuntime) -> None:
+        self.config = config
+        self.runtime = runtime
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], runtime: LlmRuntime) -> LlmAgent:
+        return cls(parse_llm_config(config), runtime)
+
+    async def run(self, ctx: TurnContext) -> AgentResult:
+        return await _Turn(self.config, self.runtime, ctx).run()
+
+
+class _Turn:
+    def __init__(self, config: LlmConfig, runtime: LlmRuntime, ctx: TurnContext) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.ctx = ctx
+        self.prefix = f"task:{ctx.task_id}:"
+        subscribers = [self._progress]
+        if runtime.metrics is not None:
+            subscribers.append(runtime.metrics.on_event)
+        self.events = EventBus(*subscribers, *runtime.subscribers)
+        self.caller = ModelCaller(
+            config,
+            runtime.environ,
+            self.events,
+            sleep=runtime.sleep,
+            cancelled=ctx.cancelled,
+            http_client=runtime.http_client,
+        )
+        self.tools: dict[str, Tool] = {hitl.ASK_USER: hitl.ASK_USER_TOOL}
+        for name in config.tools:
+            tool = runtime.plugins.tools.get(name)
+            if tool is None:
+                log.warning("agent.tool_not_installed", extra={"tool": name})
+            else:
+                self.tools[name] = tool
+        sessions = ctx.sessions if ctx.sessions is not None else runtime.sessions
+        self.transcript: Transcript = sessions.transcript(ctx.tenant, ctx.identity_key)
+        self.entries: list[SessionEntry] = []
+        self.loaded: list[history.Loaded] = []
+        self.next_step = 1
+
+    # --- the turn -------------------------------------------------------------------------
+
+    async def run(self) -> AgentResult:
+        if not await self._gates_pass():
+            await self.events.emit(TurnEnded(self.ctx.task_id, "gated"))
+            return AgentReply()
+        await self._reload()
+        await self.events.emit(TurnStarted(self.ctx.task_id, resumed=bool(self._own())))
+        try:
+            result = await self._loop()
+        except ModelUnavailable:
+            await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
+            return AgentFailure(self.runtime.failure_text)
+        outcome = "question" if isinstance(result, AgentQuestion) else "completed"
+        await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
+        return result
+
+    async def _loop(self) -> AgentResult:
+        final = self._entry("reply:final")
+        if final is not None:
+            return self._reply(final.model_message())
+        await self._take_message()
+        while True:
+            pending, step = self._pending_calls()
+            if pending:
+                question = await self._run_calls(pending, step)
+                if question is not None:
+                    return question
+                await self._reload()
+                continue
+            if self._model_steps() >= self.config.max_steps:
+                return await self._answer(await self._ask_model(tools=False))
+            await self._compact()
+            response = await self._ask_model(tools=True)
+            if not history.calls_of(response):
+                return await self._answer(response)
+            step = self._take_step()
+            await self._save(f"step:{step}", response)
+            await self.events.emit(
+                ModelResponded(
+                    self.ctx.task_id,
+                    step,
+                    tuple(c.tool_name for c in history.calls_of(response)),
+                    compaction.response_text(response) or None,
+                )
+            )
+            await self._reload()
+
+    async def _ask_model(self, *, tools: bool) -> ModelResponse:
+        messages = history.for_model(self._system_prompt(), self.loaded)
+        return await self.caller.request(messages, self._tool_definitions() if tools else None)
+
+    async def _answer(self, response: ModelResponse) -> AgentReply:
+        await self._save("reply:final", response)
+        return self._reply(response)
+
+    def _reply(self, message: Any) -> AgentReply:
+        text = compaction.response_text(message) if isinstance(message, ModelResponse) else ""
+        return AgentReply(text=text, artifacts=self._artifacts())
+
+    # --- the incoming message -------------------------------------------------------------
+
+    async def _take_message(self) -> None:
+        """The turn's message joins the session once: as the pending question's answer, or
+        as a user message (``task:<taskId>:user:<messageId>``)."""
+        message_id = str(self.ctx.message.get("messageId") or f"turn-{self.ctx.attempt}")
+        if self._applied(message_id):
+            return
+        ask = next((c for c in self._pending_calls()[0] if c.tool_name == hitl.ASK_USER), None)
+        if ask is not None:
+            options = _options(ask)
+            answer = hitl.answer_of(self.ctx.message, self.ctx.turn.text, options)
+            await self._save_result(
+                CallResult(ask, answer.result, "ok"), extra={"answer": message_id}
+            )
+            return
+        part = UserPromptPart(self.ctx.turn.for_model())
+        await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+
+    def _applied(self, message_id: str) -> bool:
+        if self._entry(f"user:{message_id}") is not None:
+            return True
+        for item in self._own():
+            if isinstance(item.message, ModelRequest):
+                for part in item.message.parts:
+                    meta = part.metadata if isinstance(part, ToolReturnPart) else None
+                    if isinstance(meta, dict) and meta.get("answer") == message_id:
+                        return True
+        return False
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    async def _run_calls(self, calls: Sequence[ToolCallPart], step: int) -> AgentQuestion | None:
+        asks = [c for c in calls if c.tool_name == hitl.ASK_USER]
+        others = [c for c in calls if c.tool_name != hitl.ASK_USER]
+        for extra in asks[1:]:
+            await self._save_result(CallResult(extra, ONE_QUESTION, "error"))
+        if others:
+            batch = Batch(
+                tools={k: v for k, v in self.tools.items() if k != hitl.ASK_USER},
+                plugins=self.runtime.plugins,
+                timeout_seconds=self.config.tool_timeout_seconds,
+                max_output_bytes=self.config.max_tool_output_bytes,
+                context_for=self._tool_context,
+                started=self._tool_started,
+                record=self._save_result,
+            )
+            await batch.run(others)
+        if not asks:
+            return None
+        ask = asks[0]
+        try:
+            args = hitl.ASK_USER_TOOL.validate(_json_args(ask))
+        except (ValidationError, ValueError) as exc:
+            text = (
+                bad_arguments(schema_problem(exc)) if isinstance(exc, ValidationError) else str(exc)
+            )
+            await self._save_result(CallResult(ask, text, "bad_arguments"))
+            return None
+        question, options = str(args["question"]), args.get("options")
+        rid = hitl.request_id(self.ctx.task_id, step)
+        return AgentQuestion(text=question, parts=(hitl.question_part(rid, question, options),))
+
+    def _tool_context(self, call: ToolCallPart, tool: Tool) -> ToolContext:
+        plugin = next((p for p in self.runtime.plugins.plugins if p.key == tool.plugin), None)
+        return ToolContext(
+            tenant=self.ctx.tenant,
+            identity_key=self.ctx.identity_key,
+            task_id=self.ctx.task_id,
+            call_id=call.tool_call_id,
+            idempotency_key=f"{self.ctx.task_id}:{call.tool_call_id}",
+            secrets=dict(plugin.secrets) if plugin is not None else {},
+            cancelled=self.ctx.cancelled,
+            clock=self.ctx.clock,
+            sender=self.ctx.turn.sender,
+            channel=self.ctx.turn.channel,
+        )
+
+    async def _tool_started(self, call: ToolCallPart) -> None:
+        await self.events.emit(ToolStarted(self.ctx.task_id, call.tool_call_id, call.tool_name))
+
+    async def _save_result(
+        self, result: CallResult, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        step = self._take_step()
+        meta: dict[str, Any] = {"artifacts": list(result.artifacts), **(extra or {})}
+        part = ToolReturnPart(
+            result.call.tool_name, result.text, result.call.tool_call_id, metadata=meta
+        )
+        await self._save(f"step:{step}", ModelRequest(parts=[part]))
+        await self.events.emit(
+            ToolEnded(
+                self.ctx.task_id,
+                result.call.tool_call_id,
+                result.call.tool_name,
+                step,
+                result.outcome,
+                result.text,
+            )
+        )
+
+    def _tool_definitions(self) -> list[ToolDefinition]:
+        return [
+            ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.schema)
+            for t in self.tools.values()
+        ]
+
+    # --- the session ----------------------------------------------------------------------
+
+    async def _reload(self) -> None:
+        self.entries = await self.transcript.entries()
+        self.loaded = history.load(self.entries)
+        steps = [_step_number(e.id, self.prefix) for e in self.entries]
+        self.next_step = max([s for s in steps if s is not None], default=0) + 1
+
+    def _own(self) -> list[history.Loaded]:
+        return [item for item in self.loaded if item.entry_id.startswith(self.prefix)]
+
+    def _entry(self, suffix: str) -> SessionEntry | None:
+        return next((e for e in self.entries if e.id == self.prefix + suffix), None)
+
+    def _take_step(self) -> int:
+        step, self.next_step = self.next_step, self.next_step + 1
+        return step
+
+    async def _save(self, suffix: str, message: ModelRequest | ModelResponse) -> None:
+        entry = SessionEntry.of(self.prefix + suffix, message)
+        await self.transcript.append(entry)
+        self.entries.append(entry)
+        self.loaded.append(history.Loaded(entry.id, message))
+
+    def _pending_calls(self) -> tuple[list[ToolCallPart], int]:
+        """The calls of this task's last model response that have no saved result yet, and
+        that response's step number."""
+        own = self._own()
+        returns = history.tool_returns(own)
+        for item in reversed(own):
+            if isinstance(item.message, ModelResponse):
+                calls = history.calls_of(item.message)
+                pending = [c for c in calls if c.tool_call_id not in returns]
+                return pending, _step_number(item.entry_id, self.prefix) or 0
+        return [], 0
+
+    def _model_steps(self) -> int:
+        return sum(1 for item in self._own() if isinstance(item.message, ModelResponse))
+
+    def _artifacts(self) -> tuple[dict[str, Any], ...]:
+        out: list[dict[str, Any]] = []
+        for item in self._own():
+            if isinstance(item.message, ModelRequest):
+                for part in item.message.parts:
+                    if isinstance(part, ToolReturnPart) and isinstance(part.metadata, dict):
+                        out.extend(part.metadata.get("artifacts") or ())
+        return tuple(out)
+
+    async def _compact(self) -> None:
+        running = self.prefix.rstrip(":")
+        gone = compaction.displaced(self.entries, running, self.config.session_max_tokens)
+        if not gone:
+            return
+        messages = [e.model_message() for e in gone]
+        summary = None
+        try:
+            response = await self.caller.request(compaction.summary_request(messages), None)
+            text = compaction.response_text(response)
+            if text:
+                summary = compaction.summary_entry(text, int(self.ctx.clock() * 1000))
+        except ModelUnavailable:
+            log.warning("agent.compaction_dropped", extra={"task_id": self.ctx.task_id})
+        await self.transcript.replace([e.id for e in gone], summary)
+        for plugin, hook in self.runtime.plugins.hooks("on_messages_displaced"):
+            try:
+                await maybe_await(hook(self.ctx, messages))
+            except Exception as exc:
+                log.warning(
+                    "agent.plugin_hook_failed",
+                    extra={"plugin": plugin.key, "outcome": type(exc).__name__},
+                )
+        await self._reload()
+
+    # --- prompt, gates, progress ----------------------------------------------------------
+
+    def _system_prompt(self) -> str:
+        parts = [self.config.system_prompt, *self.runtime.plugins.capabilities()]
+        today = time.strftime("%Y-%m-%d", time.gmtime(self.ctx.clock()))
+        parts.append(f"Current date (UTC): {today}")
+        return "\n\n".join(parts)
+
+    async def _gates_pass(self) -> bool:
+        for plugin, gate in self.runtime.plugins.hooks("should_handle_turn"):
+            try:
+                if await maybe_await(gate(self.ctx)) is False:
+                    return False
+            except Exception as exc:  # a failing gate counts as yes
+                log.warning(
+                    "agent.plugin_gate_failed",
+                    extra={"plugin": plugin.key, "outcome": type(exc).__name__},
+                )
+        return True
+
+    async def _progress(self, event: LoopEvent) -> None:
+        """WORKING progress per saved step, message id ``<taskId>:step-<n>``."""
+        if isinstance(event, ModelResponded) and event.tool_names:
+            await self.ctx.progress(f"step-{event.step}", f"calling {', '.join(event.tool_names)}")
+        elif isinstance(event, ToolEnded) and event.tool != hitl.ASK_USER:
+            await self.ctx.progress(f"step-{event.step}", f"{event.tool}: {event.outcome}")
+
+
+def _step_number(entry_id: str, prefix: str) -> int | None:
+    head = prefix + "step:"
+    if entry_id.startswith(head) and entry_id[len(head) :].isdigit():
+        return int(entry_id[len(head) :])
+    return None
+
+
+def _json_args(call: ToolCallPart) -> dict[str, Any]:
+    args = arguments(call)
+    if isinstance(args, str):
+        raise ValueError(args)
+    return args
+
+
+def _options(call: ToolCallPart) -> list[str] | None:
+    try:
+        options = _json_args(call).get("options")
+    except ValueError:
+        return None
+    return [str(o) for o in options] if isinstance(options, list) else None

@@ -1,0 +1,86 @@
+"""The ``llm`` agent's config: what an operator writes in ``--agent-config`` (checked at
+``tenants add``/``update``, exit 2 naming the field) and what the worker reads per turn.
+
+Only the *name* of the environment variable holding a model's key is stored (``api_key_env``);
+the worker reads it from the environment mapping it was built with, at turn time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+class ModelEndpoint(BaseModel):
+    """An OpenAI-compatible chat-completions server with tool calling. ``base_url`` is the
+    operator's and trusted (loopback ``http`` for a local server is fine)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = Field(min_length=1, max_length=2048)
+    name: str = Field(min_length=1, max_length=256)
+    api_key_env: str | None = Field(default=None, max_length=256)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError("must be an environment variable name (letters, digits, _)")
+        return value
+
+
+class LlmConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: ModelEndpoint
+    fallback_model: ModelEndpoint | None = None
+    system_prompt: str = Field(min_length=1, max_length=100_000)
+    tools: tuple[str, ...] = ()
+    max_steps: int = Field(default=10, ge=1, le=200)
+    turn_timeout_seconds: float = Field(default=600.0, gt=0, le=86_400)
+    model_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    tool_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    model_attempts: int = Field(default=3, ge=1, le=10)
+    max_tool_output_bytes: int = Field(default=16 * 1024, ge=256, le=16 * 1024 * 1024)
+    session_max_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _TOOL_NAME.fullmatch(name):
+                raise ValueError(f"'{name[:64]}' is not a tool name")
+        if len(set(value)) != len(value):
+            raise ValueError("a tool is named twice")
+        return value
+
+
+class LlmConfigError(ValueError):
+    """The config is refused; ``str`` names the field (``model.base_url: …``)."""
+
+
+def parse_llm_config(config: Mapping[str, Any]) -> LlmConfig:
+    try:
+        return LlmConfig.model_validate(dict(config))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        if first["type"] == "extra_forbidden":
+            raise LlmConfigError(f"{where}: unknown field") from None
+        if first["type"] == "missing":
+            raise LlmConfigError(f"{where}: required") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise LlmConfigError(f"{where}: {message}") from None

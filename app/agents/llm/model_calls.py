@@ -1,0 +1,181 @@
+"""One step's model call: retries with backoff or the server's ``Retry-After``, then the
+fallback model, then a ``ModelUnavailable`` the loop turns into the operator's failure text.
+
+Retried: timeouts, connection errors, HTTP 408/409/425/429 and 5xx, and a 200 whose body is
+not a usable completion (malformed JSON, no choices). Other statuses (a 400 for a bad request,
+401 for a bad key) go straight to the fallback: asking again would get the same answer. The
+client library's own retries are off (``max_retries=0``) so these rules are the only ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import httpx2
+from openai import AsyncOpenAI, OpenAIError
+from pydantic_ai.direct import model_request
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    ModelTimeoutError,
+    UnexpectedModelBehavior,
+)
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.tools import ToolDefinition
+
+from app.agents.llm.config import LlmConfig, ModelEndpoint
+from app.agents.llm.events import EventBus, ModelCalled
+
+log = logging.getLogger("looping.agent")
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429})
+MAX_RETRY_AFTER_SECONDS = 60.0
+NO_KEY = "unused"  # servers that need no key still get an Authorization header
+
+
+class ModelUnavailable(Exception):
+    """Every attempt on every configured model failed (or a key is missing): the turn fails
+    with the operator's text."""
+
+
+class MissingKey(ModelUnavailable):
+    def __init__(self, variable: str) -> None:
+        super().__init__(variable)
+        self.variable = variable
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class _Failure:
+    retry: bool
+    retry_after: float | None
+    outcome: str
+
+
+def classify(exc: BaseException) -> _Failure:
+    """Whether a failed call may be asked again, and how long the server asked to wait."""
+    after = getattr(exc, "retry_after", None)
+    after = float(after) if isinstance(after, int | float) else None
+    if after is not None and not 0 <= after <= MAX_RETRY_AFTER_SECONDS:
+        after = None
+    if isinstance(exc, ModelHTTPError):
+        status = exc.status_code
+        return _Failure(status in RETRY_STATUSES or status >= 500, after, "failed")
+    if isinstance(exc, TimeoutError | ModelTimeoutError | httpx2.TimeoutException):
+        return _Failure(True, None, "timeout")
+    # Connection errors, undecodable bodies, empty choices: a failed attempt worth repeating.
+    return _Failure(True, after, "failed")
+
+
+class ModelCaller:
+    """Calls the tenant's model (and fallback) for one step. ``environ`` is the worker's
+    environment mapping, read at call time for ``api_key_env``."""
+
+    def __init__(
+        self,
+        config: LlmConfig,
+        environ: Mapping[str, str],
+        events: EventBus,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        cancelled: asyncio.Event | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self.environ = environ
+        self.events = events
+        self.sleep = sleep
+        self.cancelled = cancelled
+        self.http_client = http_client
+
+    async def request(
+        self, messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition] | None
+    ) -> ModelResponse:
+        endpoints = [self.config.model]
+        if self.config.fallback_model is not None:
+            endpoints.append(self.config.fallback_model)
+        params = ModelRequestParameters(function_tools=list(tools or ()))
+        for index, endpoint in enumerate(endpoints):
+            response = await self._attempts(endpoint, messages, params, fallback=index > 0)
+            if response is not None:
+                return response
+        raise ModelUnavailable("every model attempt failed")
+
+    def _model(self, endpoint: ModelEndpoint) -> OpenAIChatModel:
+        key = NO_KEY
+        if endpoint.api_key_env is not None:
+            value = self.environ.get(endpoint.api_key_env)
+            if not value:
+                log.error("agent.model_key_missing", extra={"variable": endpoint.api_key_env})
+                raise MissingKey(endpoint.api_key_env)
+            key = value
+        client = AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=key,
+            max_retries=0,
+            timeout=self.config.model_timeout_seconds,
+            http_client=self.http_client,
+        )
+        return OpenAIChatModel(endpoint.name, provider=OpenAIProvider(openai_client=client))
+
+    async def _attempts(
+        self,
+        endpoint: ModelEndpoint,
+        messages: Sequence[ModelMessage],
+        params: ModelRequestParameters,
+        *,
+        fallback: bool,
+    ) -> ModelResponse | None:
+        model = self._model(endpoint)
+        for attempt in range(1, self.config.model_attempts + 1):
+            try:
+                async with asyncio.timeout(self.config.model_timeout_seconds):
+                    response = await model_request(
+                        model, list(messages), model_request_parameters=params
+                    )
+            except (ModelAPIError, UnexpectedModelBehavior, OpenAIError, TimeoutError) as exc:
+                failure = classify(exc)
+                last = attempt == self.config.model_attempts or not failure.retry
+                await self.events.emit(
+                    ModelCalled(
+                        endpoint.name, failure.outcome if last else "retry", fallback=fallback
+                    )
+                )
+                log.warning(
+                    "agent.model_call_failed",
+                    extra={
+                        "model": endpoint.name,
+                        "outcome": type(exc).__name__,
+                        "attempt": attempt,
+                    },
+                )
+                if last or self._stopped():
+                    return None
+                delay = failure.retry_after
+                await self.sleep(2.0 ** (attempt - 1) if delay is None else delay)
+                if self._stopped():
+                    return None
+                continue
+            usage = response.usage
+            await self.events.emit(
+                ModelCalled(
+                    endpoint.name,
+                    "ok",
+                    tokens_in=usage.input_tokens or 0,
+                    tokens_out=usage.output_tokens or 0,
+                    fallback=fallback,
+                )
+            )
+            return response
+        return None
+
+    def _stopped(self) -> bool:
+        return self.cancelled is not None and self.cancelled.is_set()

@@ -1,0 +1,37 @@
+"""What every ``llm`` turn of a process shares, built once where the worker is built: the
+environment mapping (model keys are read from it at turn time), the plugins, the session
+store, one HTTP client for model servers, the operator's failure text and the metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from app.agents.llm.events import Subscriber
+from app.agents.llm.metrics import LlmMetrics
+from app.agents.llm.plugins import PluginSet
+from app.agents.llm.session import MemorySessions, SessionStore
+
+
+@dataclass(frozen=True)
+class LlmRuntime:
+    environ: Mapping[str, str]
+    failure_text: str
+    plugins: PluginSet = field(default_factory=PluginSet)
+    sessions: SessionStore = field(default_factory=MemorySessions)
+    http_client: httpx2.AsyncClient | None = None
+    metrics: LlmMetrics | None = None
+    subscribers: tuple[Subscriber, ...] = ()
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def factory(self) -> Callable[[Mapping[str, Any]], Any]:
+        from app.agents.llm.agent import LlmAgent  # the agent imports this module
+
+        def build(config: Mapping[str, Any]) -> LlmAgent:
+            return LlmAgent.from_config(config, self)
+
+        return build

@@ -1,0 +1,3 @@
+from tests.agents.llm.kit import fake
+
+__all__ = ["fake"]
