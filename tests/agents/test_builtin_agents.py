@@ -7,7 +7,7 @@ import pytest
 from app.agents.contract import AgentFailure, AgentQuestion, AgentReply, TurnStopped
 from app.agents.echo import EchoAgent
 from app.agents.kinds import AGENT_KINDS
-from app.agents.registry import AgentRegistry, UnknownAgentKind, default_registry
+from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind, default_registry
 from app.agents.scripted import ScriptCrash, ScriptedAgent, parse_script
 from tests.agents.helpers import Recorder, agent_message, context, user_message
 
@@ -24,6 +24,8 @@ def test_registry_matches_the_kinds_the_cli_offers() -> None:
 def test_registry_refuses_unknown_and_duplicate_kinds() -> None:
     registry = default_registry()
     with pytest.raises(UnknownAgentKind):
+        registry.build("gpt", {})
+    with pytest.raises(AgentBuildFailed, match="model: required"):
         registry.build("llm", {})
     with pytest.raises(ValueError):
         registry.register("echo", EchoAgent.from_config)

@@ -114,6 +114,8 @@ class _Turn:
         except ModelUnavailable:
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)
+        finally:
+            await self.caller.aclose()
         outcome = "question" if isinstance(result, AgentQuestion) else "completed"
         await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
         return result

@@ -95,6 +95,20 @@ class ModelCaller:
         self.sleep = sleep
         self.cancelled = cancelled
         self.http_client = http_client
+        self._own_client: httpx2.AsyncClient | None = None
+
+    async def aclose(self) -> None:
+        """Close the client this caller made (none when the runtime lent one)."""
+        if self._own_client is not None:
+            await self._own_client.aclose()
+            self._own_client = None
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self.http_client is not None:
+            return self.http_client
+        if self._own_client is None:
+            self._own_client = httpx2.AsyncClient(trust_env=False, follow_redirects=False)
+        return self._own_client
 
     async def request(
         self, messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition] | None
@@ -122,7 +136,7 @@ class ModelCaller:
             api_key=key,
             max_retries=0,
             timeout=self.config.model_timeout_seconds,
-            http_client=self.http_client,
+            http_client=self._client(),
         )
         return OpenAIChatModel(endpoint.name, provider=OpenAIProvider(openai_client=client))
 
