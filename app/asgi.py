@@ -18,7 +18,7 @@ from app.settings import load_settings
 
 try:
     _settings = load_settings()
-    _services = build_services(_settings)
+    _services = build_services(_settings, environ=dict(os.environ))
 except ConfigError as exc:
     print(f"looping-edge: {exc.message}", file=sys.stderr)  # noqa: T201 - process entry
     raise SystemExit(78) from None

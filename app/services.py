@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
 
+from app.agents.llm.plugins import PluginError
+from app.agents.llm.runtime import LlmRuntime, build_llm_runtime
 from app.cards.service import CardService
 from app.db.engine import Database
+from app.db.session_store import SqlSessions
+from app.errors import ConfigError
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
 from app.security.jwks import JwksFetcher
@@ -42,9 +47,12 @@ class EdgeServices:
     readiness: Readiness
     gateway_client: httpx.AsyncClient
     background: list[BackgroundService] = field(default_factory=list)
+    llm: LlmRuntime | None = None  # what the llm agents' turns share (app.agents.llm.runtime)
 
     async def aclose(self) -> None:
         await self.gateway_client.aclose()
+        if self.llm is not None:
+            await self.llm.aclose()
         await self.db.dispose()
 
 
@@ -63,8 +71,12 @@ def build_services(
     *,
     gateway_client: httpx.AsyncClient | None = None,
     db: Database | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> EdgeServices:
-    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config."""
+    """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config.
+
+    ``environ``: the process environment, built at the process edge; llm agents read their
+    model keys and plugins their secrets from it (none when omitted)."""
     settings.validate_for_serving()
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     metrics = Metrics()
@@ -72,6 +84,15 @@ def build_services(
     client = gateway_client or gateway_http_client(settings)
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
     store = TenantStore(database)
+    try:
+        llm = build_llm_runtime(
+            environ or {},
+            failure_text=settings.failure_text,
+            sessions=SqlSessions(database),
+            registry=metrics.registry,
+        )
+    except PluginError as exc:
+        raise ConfigError(f"plugins: {exc}") from None
     return EdgeServices(
         settings=settings,
         db=database,
@@ -84,4 +105,5 @@ def build_services(
         metrics=metrics,
         readiness=Readiness(db=database, key_loaded=True),
         gateway_client=client,
+        llm=llm,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             return fail("--concurrency must be between 1 and 1024")
         settings = settings.model_copy(update={"worker_concurrency": args.concurrency})
     try:
-        services = build_services(settings)
+        services = build_services(settings, environ=dict(os.environ))
     except ConfigError as exc:
         return fail(exc.message, EXIT_CONFIG)
     configure_logging(settings.log_level, json_logs=settings.log_json)

@@ -28,9 +28,10 @@ def build_worker(
         db=db,
         settings=settings,
         writes=TurnWrites(db, settings),
-        agents=agents or default_registry(),
+        agents=agents or default_registry(services.llm),
         tenants=services.tenants,
         metrics=services.metrics,
+        sessions=services.llm.sessions if services.llm is not None else None,
     )
     lock_path = sqlite_lock_path(db.url)
     return TurnWorker(

@@ -49,7 +49,7 @@ from app.agents.llm.events import (
 from app.agents.llm.model_calls import ModelCaller, ModelUnavailable
 from app.agents.llm.plugins import maybe_await
 from app.agents.llm.runtime import LlmRuntime
-from app.agents.llm.session import SessionEntry, Transcript
+from app.agents.llm.session import SessionEntry, Transcript, entry_of, message_of
 from app.agents.llm.tools import Tool, ToolContext, schema_problem
 
 log = logging.getLogger("looping.agent")
@@ -123,7 +123,7 @@ class _Turn:
     async def _loop(self) -> AgentResult:
         final = self._entry("reply:final")
         if final is not None:
-            return self._reply(final.model_message())
+            return self._reply(message_of(final))
         await self._take_message()
         while True:
             pending, step = self._pending_calls()
@@ -289,7 +289,7 @@ class _Turn:
         return step
 
     async def _save(self, suffix: str, message: ModelRequest | ModelResponse) -> None:
-        entry = SessionEntry.of(self.prefix + suffix, message)
+        entry = entry_of(self.prefix + suffix, message)
         await self.transcript.append(entry)
         self.entries.append(entry)
         self.loaded.append(history.Loaded(entry.id, message))
@@ -323,7 +323,7 @@ class _Turn:
         gone = compaction.displaced(self.entries, running, self.config.session_max_tokens)
         if not gone:
             return
-        messages = [e.model_message() for e in gone]
+        messages = [message_of(e) for e in gone]
         summary = None
         try:
             response = await self.caller.request(compaction.summary_request(messages), None)

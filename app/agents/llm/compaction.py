@@ -20,7 +20,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from app.agents.llm.session import SessionEntry
+from app.agents.llm.session import SessionEntry, entry_of
 
 log = logging.getLogger("looping.agent")
 
@@ -85,7 +85,7 @@ def summary_request(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
 
 def summary_entry(text: str, serial: int) -> SessionEntry:
     message = ModelRequest(parts=[UserPromptPart(SUMMARY_HEAD + text)])
-    return SessionEntry.of(f"{SUMMARY_PREFIX}{serial}", message)
+    return entry_of(f"{SUMMARY_PREFIX}{serial}", message)
 
 
 def response_text(response: ModelResponse) -> str:

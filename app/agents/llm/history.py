@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from app.agents.llm.session import SessionEntry
+from app.agents.llm.session import SessionEntry, message_of
 
 NO_RESULT = "error: no result (the task ended before this call finished)"
 
@@ -33,7 +33,7 @@ class Loaded:
 
 
 def load(entries: Sequence[SessionEntry]) -> list[Loaded]:
-    return [Loaded(e.id, e.model_message()) for e in entries]
+    return [Loaded(e.id, message_of(e)) for e in entries]
 
 
 def tool_returns(messages: Sequence[Loaded]) -> dict[str, ToolReturnPart]:

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+from prometheus_client import CollectorRegistry
 
 from app.agents.llm.events import Subscriber
 from app.agents.llm.metrics import LlmMetrics
-from app.agents.llm.plugins import PluginSet
+from app.agents.llm.plugins import PluginSet, build_plugins, installed_plugin_objects
 from app.agents.llm.session import MemorySessions, SessionStore
 
 
@@ -28,6 +29,10 @@ class LlmRuntime:
     subscribers: tuple[Subscriber, ...] = ()
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
+    async def aclose(self) -> None:
+        if self.http_client is not None:
+            await self.http_client.aclose()
+
     def factory(self) -> Callable[[Mapping[str, Any]], Any]:
         from app.agents.llm.agent import LlmAgent  # the agent imports this module
 
@@ -35,3 +40,24 @@ class LlmRuntime:
             return LlmAgent.from_config(config, self)
 
         return build
+
+
+def build_llm_runtime(
+    environ: Mapping[str, str],
+    *,
+    failure_text: str,
+    sessions: SessionStore,
+    registry: CollectorRegistry | None = None,
+) -> LlmRuntime:
+    """The process's runtime with the installed plugins checked (``PluginError``: one line)."""
+    from app.agents.llm.hitl import ASK_USER_TOOL
+
+    plugins = build_plugins(installed_plugin_objects(), environ, builtins=[ASK_USER_TOOL])
+    return LlmRuntime(
+        environ=dict(environ),
+        failure_text=failure_text,
+        plugins=plugins,
+        sessions=sessions,
+        http_client=httpx2.AsyncClient(trust_env=False, follow_redirects=False),
+        metrics=LlmMetrics(registry),
+    )

@@ -2,9 +2,9 @@
 
 Entries have stable ids (``task:<taskId>:user:<messageId>``, ``task:<taskId>:step:<n>``,
 ``task:<taskId>:reply:final``, ``summary:<n>``) and hold one pydantic-ai ``ModelMessage`` as
-JSON. Appending an id that exists is a no-op, so a retried turn never doubles anything. The
-database store lives behind the storage seam (``app.db``); ``MemorySessions`` serves tests
-and ``agents try``.
+JSON (``entry_of``/``message_of``). Appending an id that exists is a no-op, so a retried turn
+never doubles anything. The store's role and value type live behind the storage seam
+(``app.db.session_store``); ``MemorySessions`` serves tests and ``agents try``.
 """
 
 from __future__ import annotations
@@ -12,49 +12,37 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-JsonDict = dict[str, Any]
+from app.db.session_store import SessionEntry, SessionStore, Transcript
+
+__all__ = [
+    "MemorySessions",
+    "MemoryTranscript",
+    "SessionEntry",
+    "SessionStore",
+    "Transcript",
+    "entry_of",
+    "estimate_tokens",
+    "message_of",
+]
+
 CHARS_PER_TOKEN = 4  # the budget's estimate: no tokenizer is assumed for an arbitrary model
 
 
-@dataclass(frozen=True)
-class SessionEntry:
-    id: str
-    message: JsonDict  # one ``ModelMessage`` in pydantic-ai's JSON form
-    tokens: int
+def entry_of(entry_id: str, message: ModelMessage) -> SessionEntry:
+    doc = json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0]
+    return SessionEntry(entry_id, doc, estimate_tokens(doc))
 
-    @classmethod
-    def of(cls, entry_id: str, message: ModelMessage) -> SessionEntry:
-        doc = json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0]
-        return cls(entry_id, doc, estimate_tokens(doc))
 
-    def model_message(self) -> ModelMessage:
-        return ModelMessagesTypeAdapter.validate_python([self.message])[0]
+def message_of(entry: SessionEntry) -> ModelMessage:
+    return ModelMessagesTypeAdapter.validate_python([entry.message])[0]
 
 
 def estimate_tokens(doc: Any) -> int:
     return max(1, len(json.dumps(doc, separators=(",", ":"))) // CHARS_PER_TOKEN)
-
-
-class Transcript(Protocol):
-    """One caller's session, oldest entry first."""
-
-    async def entries(self) -> list[SessionEntry]: ...
-
-    async def append(self, entry: SessionEntry) -> bool:
-        """False when an entry with that id exists (nothing written)."""
-        ...
-
-    async def replace(self, removed: Sequence[str], summary: SessionEntry | None) -> None:
-        """Compaction: drop ``removed`` and put ``summary`` (if any) first."""
-        ...
-
-
-class SessionStore(Protocol):
-    def transcript(self, tenant: str, identity: str) -> Transcript: ...
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from app.db.models.base import Base
 from app.db.models.push import PushConfigRow, PushOutboxRow
+from app.db.models.session_entries import SessionEntryRow
 from app.db.models.tasks import ActorRow, SessionRow, TaskMessageRow, TaskRow, TurnRow
 from app.db.models.tenants import TenantRow
 
@@ -10,6 +11,7 @@ __all__ = [
     "Base",
     "PushConfigRow",
     "PushOutboxRow",
+    "SessionEntryRow",
     "SessionRow",
     "TaskMessageRow",
     "TaskRow",
