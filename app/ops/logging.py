@@ -24,6 +24,12 @@ _FIELDS = (
     "reason",  # our own words (e.g. why an agent could not be built), never exception text
     "origin",  # an allowlisted gateway origin (a JWKS fetch that failed)
     "result",  # a fixed label (how that fetch failed)
+    "variable",  # the name (never the value) of an environment variable a turn needs
+    "model",  # an llm agent's configured model name
+    "tool",  # an llm agent's tool name
+    "plugin",  # an installed plugin's key
+    "attempt",  # which model call of a step
+    "event",  # a loop event's type name
 )
 
 

@@ -12,6 +12,7 @@ calls ``ask_user`` (task ``INPUT_REQUIRED``; the answer becomes that call's resu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -110,7 +111,12 @@ class _Turn:
         await self._reload()
         await self.events.emit(TurnStarted(self.ctx.task_id, resumed=bool(self._own())))
         try:
-            result = await self._loop()
+            async with asyncio.timeout(self.config.turn_timeout_seconds):
+                result = await self._loop()
+        except TimeoutError:
+            log.warning("agent.turn_timeout", extra={"task_id": self.ctx.task_id})
+            await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
+            return AgentFailure(self.runtime.failure_text)
         except ModelUnavailable:
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)

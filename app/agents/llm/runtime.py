@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
@@ -28,6 +28,9 @@ class LlmRuntime:
     metrics: LlmMetrics | None = None
     subscribers: tuple[Subscriber, ...] = ()
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def with_subscribers(self, *subscribers: Subscriber) -> LlmRuntime:
+        return replace(self, subscribers=(*self.subscribers, *subscribers))
 
     async def aclose(self) -> None:
         if self.http_client is not None:
