@@ -13,7 +13,7 @@ from app.agents.llm.plugins import PluginError
 from app.agents.llm.runtime import LlmRuntime, build_llm_runtime
 from app.cards.service import CardService
 from app.db.engine import Database
-from app.db.session_store import SqlSessions
+from app.db.storage import open_storage
 from app.errors import ConfigError
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
@@ -88,7 +88,7 @@ def build_services(
         llm = build_llm_runtime(
             environ or {},
             failure_text=settings.failure_text,
-            sessions=SqlSessions(database),
+            sessions=open_storage(database).sessions,
             registry=metrics.registry,
         )
     except PluginError as exc:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 
 from app.db.accepts import AcceptStore
@@ -19,12 +21,15 @@ from app.db.mailbox import MailboxStore
 from app.db.postgres.accepts import PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
+from app.db.postgres.sessions import PostgresSessions
 from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
 from app.db.push_outbox import PushOutboxStore
+from app.db.sessions import SessionStore
 from app.db.shared.accepts import SharedAccepts
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.push_outbox import SharedPushOutbox
+from app.db.shared.sessions import SharedSessions
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
@@ -49,6 +54,7 @@ class Storage:
     push_outbox: PushOutboxStore
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
+    sessions: SessionStore
 
 
 def open_storage(db: Database) -> Storage:
@@ -69,6 +75,7 @@ def _sqlite(db: Database) -> Storage:
         push_outbox=SharedPushOutbox(db, PROCESS_CLOCK, db.signals.pushes),
         task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
+        sessions=SharedSessions(db, sqlite_insert),
     )
 
 
@@ -86,4 +93,5 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),
         task_reads=PostgresTaskReads(pool),
         turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
+        sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),
     )

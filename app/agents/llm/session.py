@@ -4,7 +4,7 @@ Entries have stable ids (``task:<taskId>:user:<messageId>``, ``task:<taskId>:ste
 ``task:<taskId>:reply:final``, ``summary:<n>``) and hold one pydantic-ai ``ModelMessage`` as
 JSON (``entry_of``/``message_of``). Appending an id that exists is a no-op, so a retried turn
 never doubles anything. The store's role and value type live behind the storage seam
-(``app.db.session_store``); ``MemorySessions`` serves tests and ``agents try``.
+(``app.db.sessions``); ``MemorySessions`` serves tests and ``agents try``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from app.db.session_store import SessionEntry, SessionStore, Transcript
+from app.db.sessions import SessionEntry, SessionStore, Transcript
 
 __all__ = [
     "MemorySessions",

@@ -1,5 +1,5 @@
 """The ``llm`` agents' sessions: one transcript per (tenant, identity), an entry per saved
-message (``app.db.session_store``)."""
+message (``app.db.sessions``)."""
 
 from __future__ import annotations
 

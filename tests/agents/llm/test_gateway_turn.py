@@ -12,7 +12,7 @@ from app.agents.llm.plugins import build_plugins
 from app.agents.llm.runtime import LlmRuntime
 from app.agents.registry import default_registry
 from app.db.engine import Database
-from app.db.session_store import SqlSessions
+from app.db.storage import open_storage
 from app.testing.edge import edge_harness
 from app.testing.fake_model import FakeModelServer, text, tool_call
 from app.testing.gateway import GatewayKit
@@ -37,7 +37,7 @@ def _registry(db: Database) -> Any:
         environ={},
         failure_text="failed",
         plugins=build_plugins([Stock()], {}, builtins=[hitl.ASK_USER_TOOL]),
-        sessions=SqlSessions(db),
+        sessions=open_storage(db).sessions,
     )
     return default_registry(runtime)
 

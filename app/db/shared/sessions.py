@@ -1,68 +1,33 @@
-"""The sessions store: one continuous transcript per (tenant, identity), read and written only
-in that caller's scope, so a caller never sees another caller's session.
-
-``SessionStore`` is the role; ``SqlSessions`` plays it on PostgreSQL and SQLite (they differ
-only in the dialect of the "insert unless the id exists" statement, chosen once from the
-database). Entries keep their insertion order; a compaction summary is read first.
-"""
+"""The sessions store in SQLAlchemy (``app.db.sessions.SessionStore``): SQLite's, and
+PostgreSQL's compaction (one transaction: the displaced entries out, the summary in)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.db.engine import Database
 from app.db.models.session_entries import SessionEntryRow
-
-JsonDict = dict[str, Any]
-SUMMARY_RANK = 0
-ENTRY_RANK = 1
+from app.db.sessions import ENTRY_RANK, SUMMARY_RANK, SessionEntry
 
 
-@dataclass(frozen=True)
-class SessionEntry:
-    """One saved message: a stable id, the message as JSON, its estimated token count."""
+class SharedSessions:
+    """``insert``: the dialect's ``insert`` (it has ``on_conflict_do_nothing``)."""
 
-    id: str
-    message: JsonDict
-    tokens: int
-
-
-class Transcript(Protocol):
-    """One caller's session, oldest entry first."""
-
-    async def entries(self) -> list[SessionEntry]: ...
-
-    async def append(self, entry: SessionEntry) -> bool:
-        """False when an entry with that id exists (nothing written)."""
-        ...
-
-    async def replace(self, removed: Sequence[str], summary: SessionEntry | None) -> None:
-        """Compaction: drop ``removed`` and put ``summary`` (if any) first, in one write."""
-        ...
-
-
-class SessionStore(Protocol):
-    def transcript(self, tenant: str, identity: str) -> Transcript: ...
-
-
-class SqlSessions:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, insert: Callable[[Any], Any]) -> None:
         self.db = db
-        self._insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
+        self._insert = insert
 
-    def transcript(self, tenant: str, identity: str) -> SqlTranscript:
-        return SqlTranscript(self, tenant, identity)
+    def transcript(self, tenant: str, identity: str) -> SharedTranscript:
+        return SharedTranscript(self, tenant, identity)
 
 
 @dataclass(frozen=True)
-class SqlTranscript:
-    store: SqlSessions
+class SharedTranscript:
+    store: SharedSessions
     tenant: str
     identity: str
 

@@ -4,7 +4,8 @@ compaction's summary first, and a caller never sees another caller's session."""
 from __future__ import annotations
 
 from app.db.engine import Database
-from app.db.session_store import SessionEntry, SqlSessions
+from app.db.sessions import SessionEntry
+from app.db.storage import open_storage
 
 
 def _entry(entry_id: str, text: str = "x") -> SessionEntry:
@@ -12,7 +13,7 @@ def _entry(entry_id: str, text: str = "x") -> SessionEntry:
 
 
 async def test_entries_keep_their_order_and_an_existing_id_is_a_no_op(database: Database) -> None:
-    transcript = SqlSessions(database).transcript("acme", "alice")
+    transcript = open_storage(database).sessions.transcript("acme", "alice")
     assert await transcript.append(_entry("task:t1:user:m1", "hi")) is True
     assert await transcript.append(_entry("task:t1:step:1")) is True
     assert await transcript.append(_entry("task:t1:user:m1", "again")) is False
@@ -22,7 +23,7 @@ async def test_entries_keep_their_order_and_an_existing_id_is_a_no_op(database: 
 
 
 async def test_callers_are_apart(database: Database) -> None:
-    store = SqlSessions(database)
+    store = open_storage(database).sessions
     await store.transcript("acme", "alice").append(_entry("task:t1:user:m1"))
     assert await store.transcript("acme", "bob").entries() == []
     assert await store.transcript("other", "alice").entries() == []
@@ -31,7 +32,7 @@ async def test_callers_are_apart(database: Database) -> None:
 
 
 async def test_compaction_puts_the_summary_first(database: Database) -> None:
-    transcript = SqlSessions(database).transcript("acme", "alice")
+    transcript = open_storage(database).sessions.transcript("acme", "alice")
     for entry_id in ("task:a:user:1", "task:a:reply:final", "task:b:user:2"):
         await transcript.append(_entry(entry_id))
     await transcript.replace(["task:a:user:1", "task:a:reply:final"], _entry("summary:1"))
