@@ -81,6 +81,9 @@ class TurnContext:
     agent_config: Mapping[str, Any] = field(default_factory=dict)
     sessions: Any = None  # per-identity session store (app.agents.llm.session.SessionStore)
     envelope: TurnEnvelope | None = None  # the incoming message's parsed turn envelope
+    # The task's messages as stored now (protobuf-JSON, oldest first): steering messages that
+    # joined the task while this turn runs are among them (None: not offered by the runtime).
+    read_history: Callable[[], Awaitable[Sequence[JsonDict]]] | None = None
 
     @property
     def turn(self) -> TurnEnvelope:

@@ -95,3 +95,20 @@ class AcceptStore(Protocol):
         ``InvalidParams`` for another ``context_id``, ``refuse(task id, state)`` raised when
         the task is in no resumable state."""
         ...
+
+    async def steer(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str | None,
+        steerable: frozenset[str],
+        submission: Submission,
+        refuse: Refusal,
+    ) -> Accepted:
+        """A message joining ``task_id`` while it runs (an llm agent's steering): its turn
+        row is written ``done`` (the idempotency key; no worker runs it) and the message goes
+        into the task's history, the state untouched; ``refuse(task id, state)`` raised when
+        the task is in no ``steerable`` state. Errors as ``resume``."""
+        ...

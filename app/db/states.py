@@ -39,3 +39,6 @@ UNFINISHED_TURNS_SQL: Final = "('queued', 'running')"
 # turns.kind values
 TURN_START: Final = "start"
 TURN_RESUME: Final = "resume"
+# A steering message for a running llm turn: written done (no worker runs it); the running
+# loop reads it from the task's history (app.agents.llm).
+TURN_STEER: Final = "steer"

@@ -8,7 +8,11 @@ config and the actor row, so an answer means the turn is durable. Idempotency re
 already won, and we answer with *its* task — never check-then-insert.
 
 Continuation (``message.taskId``): only an interrupted task (``INPUT_REQUIRED`` /
-``AUTH_REQUIRED``) takes a new message. The task is moved back to ``SUBMITTED`` by a
+``AUTH_REQUIRED``) takes a new message, and an answer carrying the gateway's HITL response or
+timeout part must name the request the task waits on (-32004 otherwise). For ``llm`` tenants a
+plain message for a task still ``SUBMITTED``/``WORKING`` is a steering message: written to the
+task's history with a ``done`` turn row (its idempotency key), read by the running loop before
+its next model call. The task is moved back to ``SUBMITTED`` by a
 compare-and-set in the same unit of work that queues the ``resume`` turn, so two answers racing
 for one question cannot both resume it, and the accept answer is ``SUBMITTED`` as for a new task.
 
@@ -18,12 +22,15 @@ random suffix: every message starts a new turn (some test clients reuse message 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.agents.hitl_wire import answer_part, pending_request_id
 from app.db.accepts import Accepted, NewTurn, SealedPush, Submission
+from app.db.documents import RawJson
 from app.db.engine import Database
 from app.errors import UnsupportedOperation
 from app.security.caller import CallerScope
@@ -32,6 +39,9 @@ from app.tasks.push_configs import PushConfigInput, seal
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.send_params import SendRequest
 from app.tasks.wire import status_doc, utcnow
+from app.text import shown
+
+STEERABLE = frozenset({states.SUBMITTED, states.WORKING})
 
 __all__ = ["Accepted", "Acceptor"]
 
@@ -45,6 +55,7 @@ class _TurnSpec:
 class Acceptor:
     def __init__(self, db: Database, secrets: PushSecrets) -> None:
         self._store = db.storage.accepts
+        self._reads = db.storage.task_reads
         self._secrets = secrets
 
     async def accept(
@@ -54,9 +65,12 @@ class Acceptor:
         *,
         dedupe: bool = True,
         identity: Mapping[str, Any] | None = None,
+        steerable: bool = False,
     ) -> Accepted:
         """``identity`` (the verified identity claim) travels in the turn payload for the
-        agent; it is not part of the idempotency hash (the key already scopes by identity)."""
+        agent; it is not part of the idempotency hash (the key already scopes by identity).
+        ``steerable``: the tenant's agent takes steering (a plain message for a task still
+        running joins its loop instead of being refused)."""
         spec = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
         now = utcnow()
         # Continuation (``message.taskId``) and a new task are both SUBMITTED once accepted.
@@ -70,15 +84,49 @@ class Acceptor:
                 context_id=request.context_id or str(uuid.uuid4()),
                 submission=submission,
             )
-        return await self._store.resume(
+        answer = answer_part(request.message)
+        if answer is not None:
+            await self._check_pending(scope, request.task_id, answer)
+        try:
+            return await self._store.resume(
+                scope,
+                self._turn(request, request.task_id, spec),
+                task_id=request.task_id,
+                context_id=request.context_id,
+                resumable=states.INTERRUPTED,
+                submission=submission,
+                refuse=_not_resumable,
+            )
+        except UnsupportedOperation as refused:
+            if not steerable or answer is not None or refused.reason != "task_not_interrupted":
+                raise
+        # A plain message for a running llm task: it joins the running loop (steering).
+        return await self._store.steer(
             scope,
             self._turn(request, request.task_id, spec),
             task_id=request.task_id,
             context_id=request.context_id,
-            resumable=states.INTERRUPTED,
+            steerable=STEERABLE,
             submission=submission,
             refuse=_not_resumable,
         )
+
+    async def _check_pending(
+        self, scope: CallerScope, task_id: str, answer: Mapping[str, Any]
+    ) -> None:
+        """An answer (HITL response or timeout) must name the request the task waits on:
+        anything else is refused (-32004) before it can resume the task. Two answers to one
+        request race on the resume's compare-and-set; the loser is refused there."""
+        found = await self._reads.get(scope, task_id, 0)
+        if found is None:
+            return  # the resume answers TaskNotFound
+        task = json.loads(found.text) if isinstance(found, RawJson) else found
+        pending = pending_request_id(task)
+        if pending is None or answer.get("requestId") != pending:
+            raise UnsupportedOperation(
+                f"task '{shown(task_id)}' is not waiting for an answer to that request",
+                reason="hitl_not_pending",
+            )
 
     def _turn(self, request: SendRequest, task_id: str, spec: _TurnSpec) -> NewTurn:
         return NewTurn(

@@ -96,6 +96,7 @@ class TaskMethods:
             request,
             dedupe=call.tenant.dedupe_message_ids,
             identity=call.caller.identity,
+            steerable=call.tenant.agent_kind == "llm",
         )
         # Blocking only where no push config is required: the gateway always gets its
         # SUBMITTED answer in milliseconds (CONTRACT §5).

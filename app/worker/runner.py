@@ -231,7 +231,13 @@ class _TurnRun:
             agent_config=dict(tenant.agent_config),
             sessions=self.r.sessions,
             envelope=envelope,
+            read_history=self._read_history,
         )
+
+    async def _read_history(self) -> Sequence[dict[str, Any]]:
+        """The task's history as stored now (steering messages accepted since the start)."""
+        snapshot = await self._snapshot()
+        return [] if snapshot is None else [dict(m) for m in snapshot.history]
 
     async def _progress(self, step_key: str, text: str) -> None:
         if self.watch.interrupted:

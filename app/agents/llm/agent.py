@@ -34,7 +34,9 @@ from app.agents.contract import (
     AgentReply,
     AgentResult,
     TurnContext,
+    first_text,
 )
+from app.agents.envelope import parse_envelope
 from app.agents.llm import compaction, history, hitl
 from app.agents.llm.batch import Batch, CallResult, arguments, bad_arguments
 from app.agents.llm.config import LlmConfig, parse_llm_config
@@ -140,10 +142,13 @@ class _Turn:
                 await self._reload()
                 continue
             if self._model_steps() >= self.config.max_steps:
+                await self._take_steering()
                 return await self._answer(await self._ask_model(tools=False))
+            await self._take_steering()
             await self._compact()
             response = await self._ask_model(tools=True)
-            if not history.calls_of(response):
+            calls = history.calls_of(response)
+            if not calls and not await self._steering_waits():
                 return await self._answer(response)
             step = self._take_step()
             await self._save(f"step:{step}", response)
@@ -151,7 +156,7 @@ class _Turn:
                 ModelResponded(
                     self.ctx.task_id,
                     step,
-                    tuple(c.tool_name for c in history.calls_of(response)),
+                    tuple(c.tool_name for c in calls),
                     compaction.response_text(response) or None,
                 )
             )
@@ -187,6 +192,31 @@ class _Turn:
             return
         part = UserPromptPart(self.ctx.turn.for_model())
         await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+
+    async def _steering(self) -> list[dict[str, Any]]:
+        """Plain user messages that joined the task while it runs and are not in the session
+        yet (steering: accepted with the task's ``taskId`` while it was working)."""
+        if self.ctx.read_history is None:
+            return []
+        found = []
+        for message in await self.ctx.read_history():
+            message_id = message.get("messageId")
+            if message.get("role") not in ("ROLE_USER", "user") or not isinstance(message_id, str):
+                continue
+            if message_id != self.ctx.message.get("messageId") and not self._applied(message_id):
+                found.append(message)
+        return found
+
+    async def _steering_waits(self) -> bool:
+        """Whether steering arrived while the model answered (the turn goes on with it)."""
+        return bool(await self._steering())
+
+    async def _take_steering(self) -> None:
+        """Steering joins the session before the next model call, in arrival order."""
+        for message in await self._steering():
+            envelope = parse_envelope(first_text(message))
+            part = UserPromptPart(envelope.for_model())
+            await self._save(f"user:{message['messageId']}", ModelRequest(parts=[part]))
 
     def _applied(self, message_id: str) -> bool:
         if self._entry(f"user:{message_id}") is not None:

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.agents.hitl_wire import REQUEST_TYPE, RESPONSE_TYPE, TIMEOUT_TYPE, answer_part
 from app.agents.llm.tools import Tool, tool_from_function
 
+__all__ = ["REQUEST_TYPE", "RESPONSE_TYPE", "TIMEOUT_TYPE"]
+
 ASK_USER = "ask_user"
-REQUEST_TYPE = "io.looping.hitl.request"
-RESPONSE_TYPE = "io.looping.hitl.response"
-TIMEOUT_TYPE = "io.looping.hitl.timeout"
 TIMEOUT_RESULT = "the person did not answer in time"
 
 
@@ -56,19 +56,10 @@ class Answer:
     result: str
 
 
-def hitl_data(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The message's HITL response or timeout data part, if it carries one."""
-    for part in message.get("parts") or []:
-        data = part.get("data") if isinstance(part, Mapping) else None
-        if isinstance(data, Mapping) and data.get("type") in (RESPONSE_TYPE, TIMEOUT_TYPE):
-            return data
-    return None
-
-
 def answer_of(message: Mapping[str, Any], text: str, options: Sequence[str] | None) -> Answer:
     """The pending call's result: the chosen option's label, the answer's text, or a line
     saying the person did not answer in time."""
-    data = hitl_data(message)
+    data = answer_part(message)
     if data is None:
         return Answer(None, text)
     rid = data.get("requestId")

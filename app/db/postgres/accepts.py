@@ -125,6 +125,27 @@ class PostgresAccepts:
             refuse=refuse,
         )
 
+    async def steer(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str | None,
+        steerable: frozenset[str],
+        submission: Submission,
+        refuse: Refusal,
+    ) -> Accepted:
+        return await self._shared.steer(
+            scope,
+            turn,
+            task_id=task_id,
+            context_id=context_id,
+            steerable=steerable,
+            submission=submission,
+            refuse=refuse,
+        )
+
     async def _start_new(
         self,
         scope: CallerScope,

@@ -113,6 +113,35 @@ class SharedAccepts:
         self._turns.notify_local()
         return Accepted(task=task, created=True)
 
+    async def steer(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        *,
+        task_id: str,
+        context_id: str | None,
+        steerable: frozenset[str],
+        submission: Submission,
+        refuse: Refusal,
+    ) -> Accepted:
+        async with self._db.transaction() as session:
+            if not await _insert_turn(
+                session, scope, turn, task_id, states.TURN_STEER, submission, states.TURN_DONE
+            ):
+                return await existing(session, scope, turn)
+            task = await load_task(session, scope, task_id)
+            if task is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            if context_id is not None and context_id != task.context_id:
+                raise InvalidParams(
+                    "params.message.contextId does not match the task's contextId",
+                    reason="context_mismatch",
+                )
+            if task.state not in steerable:
+                raise refuse(task.id, task.state)  # rolls the turn row back
+            await _record(session, scope, turn, task.id, task.context_id, None)
+        return Accepted(task=task, created=True)
+
 
 async def existing(session: AsyncSession, scope: CallerScope, turn: NewTurn) -> Accepted:
     """The task of the message that holds the key: a retry, or a concurrent twin."""
@@ -145,6 +174,7 @@ async def _insert_turn(
     task_id: str,
     kind: str,
     submission: Submission,
+    status: str = states.TURN_QUEUED,
 ) -> bool:
     stmt = (
         insert_for(session, TurnRow)
@@ -154,7 +184,7 @@ async def _insert_turn(
             message_id=turn.key,
             task_id=task_id,
             kind=kind,
-            status=states.TURN_QUEUED,
+            status=status,
             attempts=0,
             not_before=None,
             content_hash=turn.content_hash,

@@ -5,6 +5,7 @@ gateway verifies it, and step pushes carry ``<taskId>:step-<n>``."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from app.agents.llm import hitl
@@ -118,3 +119,87 @@ async def test_tools_ask_answer_complete(db_url: str) -> None:
         "content": "blue is in stock",
     }
     assert fake.requests[2].messages[-1] == {"role": "tool", "tool_call_id": "c2", "content": "yes"}
+
+
+def _llm_edge(db_url: str, kit: GatewayKit, rx_url: str, db: Database) -> Any:
+    return edge_harness(
+        db_url,
+        gateway=kit,
+        background=True,
+        agents=_registry(db),
+        gateway_origins=[kit.origin, rx_url],
+        **FAST,
+    )
+
+
+async def test_answers_that_are_not_pending_are_refused(db_url: str) -> None:
+    kit = GatewayKit()
+    db = Database(db_url)
+    with FakeModelServer() as fake:
+        fake.script(tool_call("ask_user", {"question": "Go?"}, call_id="q"), text("went"))
+        config = {"model": {"base_url": fake.base_url, "name": "fake"}, "system_prompt": "x"}
+        async with push_receiver() as rx, _llm_edge(db_url, kit, rx.base_url, db) as edge:
+            rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
+            await edge.add_tenant("demo", agent="llm", agent_config=config)
+            url, token = rx.endpoint("cfg")
+            push = {"taskPushNotificationConfig": {"url": url, "token": token}}
+            params = {"message": _message("m-1", {"text": "start"}), "configuration": push}
+            task_id = (await edge.result("SendMessage", params))["task"]["id"]
+            asked = await rx.wait_for(lambda p: p.state == "TASK_STATE_INPUT_REQUIRED")
+            rid = asked.task["status"]["message"]["parts"][1]["data"]["requestId"]
+
+            def answer(message_id: str, request_id: str) -> dict[str, Any]:
+                data = {"type": hitl.RESPONSE_TYPE, "requestId": request_id, "text": "yes"}
+                msg = _message(message_id, {"text": "yes"}, {"data": data}, task_id=task_id)
+                return {"message": msg, "configuration": push}
+
+            wrong = (await edge.rpc("SendMessage", answer("a-0", "not-the-one"))).json()
+            assert wrong["error"]["code"] == -32004
+            # Two answers at once: one resumes the task, the other is refused.
+            both = await asyncio.gather(
+                *(edge.rpc("SendMessage", answer(mid, rid)) for mid in ("a-1", "a-2"))
+            )
+            docs = sorted((r.json() for r in both), key=lambda d: "error" in d)
+            assert "result" in docs[0] and docs[1]["error"]["code"] == -32004
+            final = await rx.wait_for(lambda p: p.message_id == f"{task_id}:final")
+            assert final.state == "TASK_STATE_COMPLETED"
+            # An answer to a task that is not waiting any more.
+            late = (await edge.rpc("SendMessage", answer("a-3", rid))).json()
+            assert late["error"]["code"] == -32004
+    await db.dispose()
+    assert [m["content"] for m in fake.requests[1].messages if m["role"] == "tool"] == ["yes"]
+
+
+async def test_a_plain_message_for_a_working_task_steers_it(db_url: str) -> None:
+    kit = GatewayKit()
+    db = Database(db_url)
+    with FakeModelServer() as fake:
+        fake.script(
+            tool_call("lookup", {"colour": "red"}, call_id="c1", delay=1.5),
+            text("Switched to green."),
+        )
+        config = {
+            "model": {"base_url": fake.base_url, "name": "fake"},
+            "system_prompt": "x",
+            "tools": ["lookup"],
+        }
+        async with push_receiver() as rx, _llm_edge(db_url, kit, rx.base_url, db) as edge:
+            rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
+            await edge.add_tenant("demo", agent="llm", agent_config=config)
+            url, token = rx.endpoint("cfg")
+            push = {"taskPushNotificationConfig": {"url": url, "token": token}}
+            params = {"message": _message("m-1", {"text": "paint red"}), "configuration": push}
+            task_id = (await edge.result("SendMessage", params))["task"]["id"]
+            for _ in range(100):
+                if fake.requests:
+                    break
+                await asyncio.sleep(0.05)
+            steer = _message("m-2", {"text": "actually green"}, task_id=task_id)
+            await edge.result("SendMessage", {"message": steer, "configuration": push})
+            final = await rx.wait_for(lambda p: p.message_id == f"{task_id}:final", within=20)
+            assert final.state == "TASK_STATE_COMPLETED"
+    await db.dispose()
+    second = fake.requests[1].messages
+    assert second[-1] == {"role": "user", "content": "actually green"}
+    assert second[-2]["role"] == "tool"  # the tool's result first, then the steering message
+    assert len(fake.requests) == 2
