@@ -27,6 +27,7 @@ client speaks real HTTP to it (keep-alive, timeouts, closed connections).
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -188,6 +189,12 @@ def completion(model: str, step: Step, serial: int) -> dict[str, Any]:
 def _handler_for(fake: FakeModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body leave in two writes: without this, the client's delayed ACK
+            # holds the second for tens of milliseconds on every answer.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, *_args: Any) -> None:  # quiet
             return

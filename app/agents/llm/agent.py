@@ -103,6 +103,7 @@ class _Turn:
         self.entries: list[SessionEntry] = []
         self.loaded: list[history.Loaded] = []
         self.next_step = 1
+        self.pushing: asyncio.Task[None] | None = None  # the progress write in flight
 
     # --- the turn -------------------------------------------------------------------------
 
@@ -115,6 +116,7 @@ class _Turn:
         try:
             async with asyncio.timeout(self.config.turn_timeout_seconds):
                 result = await self._loop()
+                await self._progress_written()
         except TimeoutError:
             log.warning("agent.turn_timeout", extra={"task_id": self.ctx.task_id})
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
@@ -123,6 +125,8 @@ class _Turn:
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)
         finally:
+            if self.pushing is not None and not self.pushing.done():
+                self.pushing.cancel()
             await self.caller.aclose()
         outcome = "question" if isinstance(result, AgentQuestion) else "completed"
         await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
@@ -134,12 +138,12 @@ class _Turn:
             return self._reply(message_of(final))
         await self._take_message()
         while True:
+            self._progress_refused()
             pending, step = self._pending_calls()
             if pending:
                 question = await self._run_calls(pending, step)
                 if question is not None:
                     return question
-                await self._reload()
                 continue
             if self._model_steps() >= self.config.max_steps:
                 await self._take_steering()
@@ -160,7 +164,6 @@ class _Turn:
                     compaction.response_text(response) or None,
                 )
             )
-            await self._reload()
 
     async def _ask_model(self, *, tools: bool) -> ModelResponse:
         messages = history.for_model(self._system_prompt(), self.loaded)
@@ -400,11 +403,39 @@ class _Turn:
         return True
 
     async def _progress(self, event: LoopEvent) -> None:
-        """WORKING progress per saved step, message id ``<taskId>:step-<n>``."""
+        """WORKING progress per saved step, message id ``<taskId>:step-<n>``. The write runs
+        beside the loop's next move (a tool, the next model call) instead of before it: the
+        step itself is already saved, and the writes stay in order, one in flight at a time.
+        A refused write (canceled, lease lost) raises ``TurnStopped`` at the next step."""
         if isinstance(event, ModelResponded) and event.tool_names:
-            await self.ctx.progress(f"step-{event.step}", f"calling {', '.join(event.tool_names)}")
+            text = f"calling {', '.join(event.tool_names)}"
         elif isinstance(event, ToolEnded) and event.tool != hitl.ASK_USER:
-            await self.ctx.progress(f"step-{event.step}", f"{event.tool}: {event.outcome}")
+            text = f"{event.tool}: {event.outcome}"
+        else:
+            return
+        self._progress_refused()
+        before = self.pushing
+
+        async def write() -> None:
+            if before is not None:
+                await before  # in order; an earlier refusal stops the later writes
+            await self.ctx.progress(f"step-{event.step}", text)
+
+        self.pushing = asyncio.create_task(write())
+
+    def _progress_refused(self) -> None:
+        """Raise ``TurnStopped`` (or what the write raised) once a progress write failed."""
+        pushing = self.pushing
+        if pushing is not None and pushing.done() and not pushing.cancelled():
+            error = pushing.exception()
+            if error is not None:
+                raise error
+
+    async def _progress_written(self) -> None:
+        """Wait for the progress writes in flight (a refusal raises here)."""
+        pushing, self.pushing = self.pushing, None
+        if pushing is not None:
+            await pushing
 
 
 def _step_number(entry_id: str, prefix: str) -> int | None:

@@ -96,6 +96,7 @@ class ModelCaller:
         self.cancelled = cancelled
         self.http_client = http_client
         self._own_client: httpx2.AsyncClient | None = None
+        self._models: dict[ModelEndpoint, OpenAIChatModel] = {}
 
     async def aclose(self) -> None:
         """Close the client this caller made (none when the runtime lent one)."""
@@ -124,6 +125,13 @@ class ModelCaller:
         raise ModelUnavailable("every model attempt failed")
 
     def _model(self, endpoint: ModelEndpoint) -> OpenAIChatModel:
+        """The endpoint's client, made once per turn (the key is read when it is made)."""
+        model = self._models.get(endpoint)
+        if model is None:
+            model = self._models[endpoint] = self._new_model(endpoint)
+        return model
+
+    def _new_model(self, endpoint: ModelEndpoint) -> OpenAIChatModel:
         key = NO_KEY
         if endpoint.api_key_env is not None:
             value = self.environ.get(endpoint.api_key_env)

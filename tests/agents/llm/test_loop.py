@@ -171,3 +171,17 @@ async def test_cancellation_aborts_the_in_flight_model_call(fake: FakeModelServe
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=1.0)
     assert done and task.cancelled()
+
+
+async def test_a_refused_progress_write_stops_the_turn(fake: FakeModelServer) -> None:
+    import pytest
+
+    from app.agents.contract import TurnStopped
+
+    plugins = build_plugins([Tools()], {})
+    fake.script(tool_call("lookup", {"q": 1}), tool_call("lookup", {"q": 2}), text("never"))
+    with pytest.raises(TurnStopped):
+        await run_turn(
+            fake, runtime(plugins=plugins), turn("go", progress=Recorder(refuse=True)), tools=ALL
+        )
+    assert len(fake.requests) <= 2  # stopped at the next step, never reaching the answer

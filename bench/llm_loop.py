@@ -1,0 +1,212 @@
+"""The ``llm`` agent loop's own cost (issue 48, "Done when"), against the fake model server
+(``app.testing.fake_model``) on this host:
+
+1. **Steps per second**, one caller at a time: turns of ``--steps`` model steps (tool calls,
+   then an answer) through the whole edge (SendMessage, the worker's claim, every step saved
+   to the session and pushed as progress on PostgreSQL, the outcome written), next to a bare
+   ``pydantic_ai.Agent`` loop running the same turns against the same server in this process.
+   Goal: the edge's steps/s >= 0.5x the bare loop's. The model answers at once, so what is
+   measured is the loop's overhead.
+2. **Slot use**: ``--callers`` callers send one turn each at once, the model taking
+   ``--model-seconds`` a call, to a worker with ``--slots`` slots. The ideal time is
+   ``ceil(callers / slots) * model_seconds``; goal: done within 1.25x of it.
+
+Run: ``python -m bench.llm_loop [--turns 20] [--steps 5] [--callers 200] [--slots 50]``
+(``BENCH_PG_DSN`` names the PostgreSQL server, as for ``bench/run``). A fresh database is
+created and dropped. The fake server runs in a thread of this process, for both loops alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import time
+from typing import Any
+
+import httpx2
+from openai import AsyncOpenAI
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from app.db.migrate import upgrade_to_head
+from app.testing.edge import edge_harness
+from app.testing.fake_model import FakeModelServer, Step, text, tool_call
+from bench.pg import Databases, sqlalchemy_url
+
+STEPS_GOAL = 0.5
+SLOTS_GOAL = 1.25
+
+
+async def noop(ctx: Any, n: int) -> str:
+    """Do nothing with n."""
+    return f"ok {n}"
+
+
+class BenchTools:
+    key = "bench"
+    tools = (noop,)
+
+
+def _turn_script(steps: int) -> list[Step]:
+    return [tool_call("noop", {"n": i}, call_id=f"c{i}") for i in range(steps - 1)] + [text("done")]
+
+
+async def bare_loop(fake: FakeModelServer, turns: int, steps: int) -> float:
+    """Steps/s of a bare ``pydantic_ai.Agent`` loop with the same tool."""
+    client = AsyncOpenAI(base_url=fake.base_url, api_key="unused", max_retries=0)
+    model = OpenAIChatModel("fake", provider=OpenAIProvider(openai_client=client))
+    agent: Agent[None, str] = Agent(model, system_prompt="You run the benchmark.")
+
+    @agent.tool_plain
+    async def noop(n: int) -> str:
+        """Do nothing with n."""
+        return f"ok {n}"
+
+    started = time.perf_counter()
+    for _ in range(turns):
+        fake.script(*_turn_script(steps))
+        await agent.run("go")
+    elapsed = time.perf_counter() - started
+    await client.close()
+    return turns * steps / elapsed
+
+
+def _registry(db_url: str) -> Any:
+    from app.agents.llm.hitl import ASK_USER_TOOL
+    from app.agents.llm.plugins import build_plugins
+    from app.agents.llm.runtime import LlmRuntime
+    from app.agents.registry import default_registry
+    from app.db.engine import Database
+
+    runtime = LlmRuntime(
+        environ={},
+        failure_text="failed",
+        plugins=build_plugins([BenchTools()], {}, builtins=[ASK_USER_TOOL]),
+        sessions=Database(db_url).storage.sessions,
+        http_client=httpx2.AsyncClient(trust_env=False),
+    )
+    return default_registry(runtime)
+
+
+def _send(text_: str, message_id: str, *, wait: bool) -> dict[str, Any]:
+    return {
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text_}]},
+        "configuration": {"returnImmediately": not wait},
+    }
+
+
+async def _completed(
+    edge: Any, task_id: str, tenant: str, identity: dict[str, Any], *, every: float
+) -> None:
+    """Poll GetTask until the task is COMPLETED (the blocking SendMessage's own poll backs
+    off to half a second, which would be measured instead of the loop)."""
+    while True:
+        await asyncio.sleep(every)
+        task = await edge.result("GetTask", {"id": task_id}, tenant=tenant, identity=identity)
+        state = task["status"]["state"]
+        if state == "TASK_STATE_COMPLETED":
+            return
+        assert state in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), task
+
+
+async def edge_loop(db_url: str, fake: FakeModelServer, turns: int, steps: int) -> float:
+    """Steps/s through the whole edge, one caller at a time (blocking SendMessage)."""
+    config = {
+        "model": {"base_url": fake.base_url, "name": "fake"},
+        "system_prompt": "You run the benchmark.",
+        "tools": ["noop"],
+    }
+    knobs = {"poll_seconds": 0.05, "blocking_timeout_seconds": 60}
+    async with edge_harness(db_url, background=True, agents=_registry(db_url), **knobs) as edge:
+        await edge.add_tenant("bench", agent="llm", agent_config=config, require_push_config=False)
+        started = time.perf_counter()
+        for n in range(turns):
+            fake.script(*_turn_script(steps))
+            sent = await edge.result(
+                "SendMessage", _send("go", f"t-{n}", wait=False), tenant="bench"
+            )
+            await _completed(edge, sent["task"]["id"], "bench", edge.identity, every=0.005)
+        elapsed = time.perf_counter() - started
+    return turns * steps / elapsed
+
+
+async def slot_use(
+    db_url: str, fake: FakeModelServer, callers: int, slots: int, seconds: float
+) -> tuple[float, float]:
+    """(elapsed, ideal) seconds for ``callers`` one-step turns sent at once."""
+    fake.default = text("done", delay=seconds)
+    config = {"model": {"base_url": fake.base_url, "name": "fake"}, "system_prompt": "x"}
+    knobs = {"poll_seconds": 0.05, "worker_concurrency": slots}
+    async with edge_harness(db_url, background=True, agents=_registry(db_url), **knobs) as edge:
+        await edge.add_tenant("slots", agent="llm", agent_config=config, require_push_config=False)
+        started = time.perf_counter()
+        ids = []
+        for n in range(callers):
+            identity = {"key": f"caller-{n}", "kind": "user"}
+            sent = await edge.result(
+                "SendMessage", _send("go", f"s-{n}", wait=False), tenant="slots", identity=identity
+            )
+            ids.append((identity, sent["task"]["id"]))
+        pending = set(range(callers))
+        while pending:
+            for n in list(pending):
+                identity, task_id = ids[n]
+                task = await edge.result(
+                    "GetTask", {"id": task_id}, tenant="slots", identity=identity
+                )
+                if task["status"]["state"] == "TASK_STATE_COMPLETED":
+                    pending.discard(n)
+            await asyncio.sleep(0.05)
+        elapsed = time.perf_counter() - started
+    fake.default = None
+    return elapsed, math.ceil(callers / slots) * seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.llm_loop")
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--callers", type=int, default=200)
+    parser.add_argument("--slots", type=int, default=50)
+    parser.add_argument("--model-seconds", type=float, default=0.5)
+    args = parser.parse_args()
+    databases = Databases()
+    try:
+        db_url = sqlalchemy_url(databases.create("llm"))
+        upgrade_to_head(db_url)
+        with FakeModelServer() as fake:
+            bare = asyncio.run(bare_loop(fake, args.turns, args.steps))
+            edge = asyncio.run(edge_loop(db_url, fake, args.turns, args.steps))
+            elapsed, ideal = asyncio.run(
+                slot_use(db_url, fake, args.callers, args.slots, args.model_seconds)
+            )
+    finally:
+        databases.drop_all()
+    rows = [
+        {
+            "metric": "llm steps/s (edge vs bare pydantic_ai.Agent)",
+            "value": round(edge, 1),
+            "baseline_value": round(bare, 1),
+            "ratio": math.floor(edge / bare * 1000) / 1000,
+            "goal": STEPS_GOAL,
+        },
+        {
+            "metric": f"llm slot use ({args.callers} callers, {args.slots} slots, "
+            f"{args.model_seconds} s model)",
+            "value": round(elapsed, 2),
+            "baseline_value": round(ideal, 2),
+            "ratio": math.floor(elapsed / ideal * 1000) / 1000,
+            "goal": f"<= {SLOTS_GOAL}",
+        },
+    ]
+    for row in rows:
+        print(json.dumps(row))
+    met = rows[0]["ratio"] >= STEPS_GOAL and elapsed / ideal <= SLOTS_GOAL
+    print("goals met" if met else "goal missed")
+
+
+if __name__ == "__main__":
+    main()
