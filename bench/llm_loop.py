@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--callers", type=int, default=200)
-    parser.add_argument("--slots", type=int, default=50)
+    parser.add_argument("--slots", type=int, default=16)  # EDGE_WORKER_CONCURRENCY
     parser.add_argument("--model-seconds", type=float, default=0.5)
     args = parser.parse_args()
     databases = Databases()

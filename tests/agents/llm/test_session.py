@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.agents.contract import AgentReply
 from app.agents.llm.session import MemorySessions, MemoryTranscript, SessionEntry
+from app.db.engine import Database
 from app.testing.fake_model import FakeModelServer, text, tool_call
 from tests.agents.llm.kit import run_turn, runtime, turn
 
@@ -56,3 +57,26 @@ async def test_an_unanswered_call_of_an_old_task_gets_a_result_for_the_model(
     await run_turn(fake, rt, turn("new", task_id="t-2", message_id="m-2"))
     tool = next(m for m in fake.requests[1].messages if m["role"] == "tool")
     assert tool["content"].startswith("error: no result")
+
+
+async def test_two_tasks_of_one_caller_share_the_stored_session(
+    fake: FakeModelServer, database: Database
+) -> None:
+    rt = runtime(sessions=database.storage.sessions)  # type: ignore[arg-type]
+    fake.script(text("noted: Ada"), text("you are Ada"), text("I do not know"))
+    await run_turn(fake, rt, turn("my name is Ada", task_id="t-1"))
+    await run_turn(fake, rt, turn("who am I?", task_id="t-2", message_id="m-2"))
+    seen = [m.get("content") for m in fake.requests[1].messages[1:]]
+    assert seen == ["my name is Ada", "noted: Ada", "who am I?"]
+    other = turn("who am I?", task_id="t-3", identity="user-2", message_id="m-3")
+    await run_turn(fake, rt, other)
+    assert [m.get("content") for m in fake.requests[2].messages[1:]] == ["who am I?"]
+    # A retried turn (the same task and message again) doubles nothing.
+    await run_turn(fake, rt, turn("who am I?", task_id="t-2", message_id="m-2"))
+    stored = await database.storage.sessions.transcript("demo", "user-1").entries()
+    assert [e.id for e in stored] == [
+        "task:t-1:user:m-1",
+        "task:t-1:reply:final",
+        "task:t-2:user:m-2",
+        "task:t-2:reply:final",
+    ]
