@@ -104,6 +104,7 @@ class _Turn:
         self.loaded: list[history.Loaded] = []
         self.next_step = 1
         self.pushing: asyncio.Task[None] | None = None  # the progress write in flight
+        self.saving: list[asyncio.Task[bool]] = []  # tool results being written
 
     # --- the turn -------------------------------------------------------------------------
 
@@ -116,6 +117,7 @@ class _Turn:
         try:
             async with asyncio.timeout(self.config.turn_timeout_seconds):
                 result = await self._loop()
+                await self._saves_written()
                 await self._progress_written()
         except TimeoutError:
             log.warning("agent.turn_timeout", extra={"task_id": self.ctx.task_id})
@@ -125,8 +127,9 @@ class _Turn:
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)
         finally:
-            if self.pushing is not None and not self.pushing.done():
-                self.pushing.cancel()
+            for pending in [self.pushing, *self.saving]:
+                if pending is not None and not pending.done():
+                    pending.cancel()
             await self.caller.aclose()
         outcome = "question" if isinstance(result, AgentQuestion) else "completed"
         await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
@@ -291,7 +294,7 @@ class _Turn:
         part = ToolReturnPart(
             result.call.tool_name, result.text, result.call.tool_call_id, metadata=meta
         )
-        await self._save(f"step:{step}", ModelRequest(parts=[part]))
+        await self._save(f"step:{step}", ModelRequest(parts=[part]), behind=True)
         await self.events.emit(
             ToolEnded(
                 self.ctx.task_id,
@@ -327,11 +330,25 @@ class _Turn:
         step, self.next_step = self.next_step, self.next_step + 1
         return step
 
-    async def _save(self, suffix: str, message: ModelRequest | ModelResponse) -> None:
+    async def _save(
+        self, suffix: str, message: ModelRequest | ModelResponse, *, behind: bool = False
+    ) -> None:
+        """Append to the session. ``behind``: a tool result, whose write may run beside the
+        next model call (a result lost with a crash only means the tool runs again); every
+        other save first waits for those, so the stored order is the loop's."""
         entry = entry_of(self.prefix + suffix, message)
-        await self.transcript.append(entry)
         self.entries.append(entry)
         self.loaded.append(history.Loaded(entry.id, message))
+        if behind:
+            self.saving.append(asyncio.create_task(self.transcript.append(entry)))
+            return
+        await self._saves_written()
+        await self.transcript.append(entry)
+
+    async def _saves_written(self) -> None:
+        saving, self.saving = self.saving, []
+        if saving:
+            await asyncio.gather(*saving)
 
     def _pending_calls(self) -> tuple[list[ToolCallPart], int]:
         """The calls of this task's last model response that have no saved result yet, and
@@ -362,6 +379,7 @@ class _Turn:
         gone = compaction.displaced(self.entries, running, self.config.session_max_tokens)
         if not gone:
             return
+        await self._saves_written()  # the re-read below must find every entry
         messages = [message_of(e) for e in gone]
         summary = None
         try:
