@@ -13,7 +13,8 @@
 
 Run: ``python -m bench.llm_loop [--turns 20] [--steps 5] [--callers 200] [--slots 50]``
 (``BENCH_PG_DSN`` names the PostgreSQL server, as for ``bench/run``). A fresh database is
-created and dropped. The fake server runs in a thread of this process, for both loops alike.
+created and dropped. The fake server runs in a process of its own (``bench.llm_fake``), the
+same one for both loops.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ import argparse
 import asyncio
 import json
 import math
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx2
@@ -30,10 +35,11 @@ from openai import AsyncOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
+from sqlalchemy import func, select
 
 from app.db.migrate import upgrade_to_head
+from app.db.models import TaskRow
 from app.testing.edge import edge_harness
-from app.testing.fake_model import FakeModelServer, Step, text, tool_call
 from bench.pg import Databases, sqlalchemy_url
 
 STEPS_GOAL = 0.5
@@ -50,13 +56,23 @@ class BenchTools:
     tools = (noop,)
 
 
-def _turn_script(steps: int) -> list[Step]:
-    return [tool_call("noop", {"n": i}, call_id=f"c{i}") for i in range(steps - 1)] + [text("done")]
+@contextmanager
+def external_fake(steps: int, delay: float = 0.0) -> Iterator[str]:
+    """The fake model in its own process (``bench.llm_fake``); yields its base URL."""
+    argv = [sys.executable, "-m", "bench.llm_fake", "--steps", str(steps), "--delay", str(delay)]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
 
 
-async def bare_loop(fake: FakeModelServer, turns: int, steps: int) -> float:
+async def bare_loop(base_url: str, turns: int, steps: int) -> float:
     """Steps/s of a bare ``pydantic_ai.Agent`` loop with the same tool."""
-    client = AsyncOpenAI(base_url=fake.base_url, api_key="unused", max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
     model = OpenAIChatModel("fake", provider=OpenAIProvider(openai_client=client))
     agent: Agent[None, str] = Agent(model, system_prompt="You run the benchmark.")
 
@@ -67,7 +83,6 @@ async def bare_loop(fake: FakeModelServer, turns: int, steps: int) -> float:
 
     started = time.perf_counter()
     for _ in range(turns):
-        fake.script(*_turn_script(steps))
         await agent.run("go")
     elapsed = time.perf_counter() - started
     await client.close()
@@ -112,10 +127,10 @@ async def _completed(
         assert state in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), task
 
 
-async def edge_loop(db_url: str, fake: FakeModelServer, turns: int, steps: int) -> float:
+async def edge_loop(db_url: str, base_url: str, turns: int, steps: int) -> float:
     """Steps/s through the whole edge, one caller at a time (blocking SendMessage)."""
     config = {
-        "model": {"base_url": fake.base_url, "name": "fake"},
+        "model": {"base_url": base_url, "name": "fake"},
         "system_prompt": "You run the benchmark.",
         "tools": ["noop"],
     }
@@ -124,7 +139,6 @@ async def edge_loop(db_url: str, fake: FakeModelServer, turns: int, steps: int) 
         await edge.add_tenant("bench", agent="llm", agent_config=config, require_push_config=False)
         started = time.perf_counter()
         for n in range(turns):
-            fake.script(*_turn_script(steps))
             sent = await edge.result(
                 "SendMessage", _send("go", f"t-{n}", wait=False), tenant="bench"
             )
@@ -134,34 +148,32 @@ async def edge_loop(db_url: str, fake: FakeModelServer, turns: int, steps: int) 
 
 
 async def slot_use(
-    db_url: str, fake: FakeModelServer, callers: int, slots: int, seconds: float
+    db_url: str, base_url: str, callers: int, slots: int, seconds: float
 ) -> tuple[float, float]:
     """(elapsed, ideal) seconds for ``callers`` one-step turns sent at once."""
-    fake.default = text("done", delay=seconds)
-    config = {"model": {"base_url": fake.base_url, "name": "fake"}, "system_prompt": "x"}
+    config = {"model": {"base_url": base_url, "name": "fake"}, "system_prompt": "x"}
     knobs = {"poll_seconds": 0.05, "worker_concurrency": slots}
     async with edge_harness(db_url, background=True, agents=_registry(db_url), **knobs) as edge:
         await edge.add_tenant("slots", agent="llm", agent_config=config, require_push_config=False)
+        identities = [{"key": f"caller-{n}", "kind": "user"} for n in range(callers)]
+
+        async def send(n: int) -> None:
+            message = _send("go", f"s-{n}", wait=False)
+            await edge.result("SendMessage", message, tenant="slots", identity=identities[n])
+
         started = time.perf_counter()
-        ids = []
-        for n in range(callers):
-            identity = {"key": f"caller-{n}", "kind": "user"}
-            sent = await edge.result(
-                "SendMessage", _send("go", f"s-{n}", wait=False), tenant="slots", identity=identity
-            )
-            ids.append((identity, sent["task"]["id"]))
-        pending = set(range(callers))
-        while pending:
-            for n in list(pending):
-                identity, task_id = ids[n]
-                task = await edge.result(
-                    "GetTask", {"id": task_id}, tenant="slots", identity=identity
-                )
-                if task["status"]["state"] == "TASK_STATE_COMPLETED":
-                    pending.discard(n)
-            await asyncio.sleep(0.05)
+        await asyncio.gather(*(send(n) for n in range(callers)))
+        # Completion is read from the database (one count), not by GetTask from every caller:
+        # that polling would cost the measured process more than the turns.
+        query = select(func.count()).where(
+            TaskRow.tenant == "slots", TaskRow.state == "TASK_STATE_COMPLETED"
+        )
+        while True:
+            async with edge.services.db.transaction() as session:
+                if (await session.execute(query)).scalar_one() >= callers:
+                    break
+            await asyncio.sleep(0.02)
         elapsed = time.perf_counter() - started
-    fake.default = None
     return elapsed, math.ceil(callers / slots) * seconds
 
 
@@ -177,11 +189,12 @@ def main() -> None:
     try:
         db_url = sqlalchemy_url(databases.create("llm"))
         upgrade_to_head(db_url)
-        with FakeModelServer() as fake:
-            bare = asyncio.run(bare_loop(fake, args.turns, args.steps))
-            edge = asyncio.run(edge_loop(db_url, fake, args.turns, args.steps))
+        with external_fake(args.steps) as base_url:
+            bare = asyncio.run(bare_loop(base_url, args.turns, args.steps))
+            edge = asyncio.run(edge_loop(db_url, base_url, args.turns, args.steps))
+        with external_fake(1, args.model_seconds) as base_url:
             elapsed, ideal = asyncio.run(
-                slot_use(db_url, fake, args.callers, args.slots, args.model_seconds)
+                slot_use(db_url, base_url, args.callers, args.slots, args.model_seconds)
             )
     finally:
         databases.drop_all()

@@ -131,8 +131,7 @@ class FakeModelServer:
         return self._url
 
     def start(self) -> FakeModelServer:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._server = server
         host, port = server.server_address[:2]
         self._url = f"http://{host!s}:{port}/v1"
@@ -160,6 +159,11 @@ class FakeModelServer:
             if self.default is None:
                 self.unscripted += 1
             return self.default
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the stdlib's 5 refuses connections when callers come at once
 
 
 def completion(model: str, step: Step, serial: int) -> dict[str, Any]:
