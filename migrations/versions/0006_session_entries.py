@@ -1,7 +1,7 @@
 """session entries: the llm agents' one continuous session per (tenant, identity)
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 
 One row per saved message with its stable id, unique in the caller's scope so appending an
 id that exists is a no-op; read in (rank, id) order, a compaction summary (rank 0) first.
@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
