@@ -176,8 +176,15 @@ class EdgeHttpProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if not self._in_head and self.cycle.response_complete:
+            # Answered before its body ended (a refusal that did not read it): kept alive, the
+            # connection would read and discard the rest, however long (RFC 9112 §9.6).
+            self.transport.close()
+            return
         # The next head's deadline starts now, unless a pipelined request was already read.
-        if self._in_head and not self.transport.is_closing() and self._deadline is None:
+        if self._in_head and self._deadline is None:
             self._arm(self._limits.header_seconds)
 
     # --- refusals and deadlines ------------------------------------------------------------

@@ -22,8 +22,13 @@ HEAD = b"POST /a2a HTTP/1.1\r\nHost: edge\r\n"
 
 
 async def _echo(scope: Any, receive: Any, send: Any) -> None:
-    """Reads the whole body and answers its length."""
+    """Reads the whole body and answers its length; on ``/early``, answers without reading."""
     size = 0
+    if scope["path"] == "/early":
+        headers = [(b"content-type", b"text/plain"), (b"content-length", b"2")]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": b"no"})
+        return
     while True:
         message = await receive()
         if message["type"] != "http.request":
@@ -226,3 +231,21 @@ def test_the_protocol_factory_survives_pickling() -> None:
     limits = HttpLimits(max_connections=7)
     factory = pickle.loads(pickle.dumps(protocol_class(limits)))
     assert factory.keywords == {"limits": limits}
+
+
+async def test_an_answer_before_the_body_ended_closes_the_connection() -> None:
+    # Kept alive, uvicorn reads and discards the rest of a body the application did not want.
+    async with serving(HttpLimits()) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n")
+        answer = asyncio.create_task(_read_all(reader, 3))
+        started = time.monotonic()
+        with contextlib.suppress(ConnectionError):
+            while not answer.done() and time.monotonic() - started < 3:
+                writer.write(b"a" * 65536)
+                await writer.drain()
+        elapsed = time.monotonic() - started
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await answer
+    assert elapsed < 1.5, elapsed
