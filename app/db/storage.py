@@ -30,10 +30,12 @@ from app.db.shared.accepts import SharedAccepts
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
+from app.db.shared.task_lifecycle import SharedTaskLifecycle
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
 from app.db.statement_pool import StatementPool
+from app.db.task_lifecycle import TaskLifecycleStore
 from app.db.task_reads import TaskReadStore
 from app.db.turns import TurnWriteStore
 
@@ -52,6 +54,7 @@ class Storage:
     accepts: AcceptStore
     mailbox: MailboxStore
     push_outbox: PushOutboxStore
+    task_lifecycle: TaskLifecycleStore
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
     sessions: SessionStore
@@ -73,6 +76,7 @@ def _sqlite(db: Database) -> Storage:
         accepts=SharedAccepts(db),
         mailbox=SharedMailbox(db, PROCESS_CLOCK, turn_writes),
         push_outbox=SharedPushOutbox(db, PROCESS_CLOCK, db.signals.pushes),
+        task_lifecycle=SharedTaskLifecycle(db),
         task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
         sessions=SharedSessions(db, sqlite_insert),
@@ -91,6 +95,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         accepts=PostgresAccepts(pool, SharedAccepts(db), signals.turns),
         mailbox=PostgresMailbox(pool, shared_mailbox),
         push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),
+        task_lifecycle=SharedTaskLifecycle(db),
         task_reads=PostgresTaskReads(pool),
         turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
         sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import select
-
 from app.db.engine import Database
-from app.db.models import TaskRow
 from app.security.caller import CallerScope
 from app.tasks import states
 
@@ -30,16 +27,7 @@ async def wait_settled(
     deadline = loop.time() + limit_seconds
     delay = _FIRST_POLL
     while True:
-        async with db.transaction() as session:
-            state = (
-                await session.execute(
-                    select(TaskRow.state).where(
-                        TaskRow.tenant == scope.tenant,
-                        TaskRow.identity == scope.identity,
-                        TaskRow.id == task_id,
-                    )
-                )
-            ).scalar_one_or_none()
+        state = await db.storage.task_lifecycle.state(scope, task_id)
         remaining = deadline - loop.time()
         if state is None or state in SETTLED or remaining <= 0:
             return state or ""
