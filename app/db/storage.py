@@ -9,6 +9,7 @@ with the dialect.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -34,6 +35,7 @@ from app.db.shared.task_lifecycle import SharedTaskLifecycle
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
+from app.db.sqlite.worker_lock import worker_lock_path
 from app.db.statement_pool import StatementPool
 from app.db.task_lifecycle import TaskLifecycleStore
 from app.db.task_reads import TaskReadStore
@@ -58,6 +60,9 @@ class Storage:
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
     sessions: SessionStore
+    # The file a worker role locks where only one process may run workers (a SQLite file);
+    # None where workers of several processes share the storage, or nothing outlives it.
+    worker_lock_path: Path | None = None
 
 
 def open_storage(db: Database) -> Storage:
@@ -80,6 +85,7 @@ def _sqlite(db: Database) -> Storage:
         task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
         sessions=SharedSessions(db, sqlite_insert),
+        worker_lock_path=worker_lock_path(db.url),
     )
 
 

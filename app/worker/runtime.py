@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.agents.registry import AgentRegistry, default_registry
+from app.db.sqlite.worker_lock import WorkerLock
 from app.tasks.turn_writes import TurnWrites
 from app.worker.runner import TurnRunner
 from app.worker.service import TurnWorker
-from app.worker.single import SqliteWorkerLock, sqlite_lock_path
 
 if TYPE_CHECKING:
     from app.services import BackgroundService, EdgeServices
@@ -33,12 +33,12 @@ def build_worker(
         metrics=services.metrics,
         sessions=services.llm.sessions if services.llm is not None else None,
     )
-    lock_path = sqlite_lock_path(db.url)
+    lock_path = db.storage.worker_lock_path
     return TurnWorker(
         db=db,
         settings=settings,
         runner=runner,
         owner=owner,
         concurrency=concurrency,
-        sqlite_lock=SqliteWorkerLock(lock_path) if lock_path is not None else None,
+        worker_lock=WorkerLock(lock_path) if lock_path is not None else None,
     )

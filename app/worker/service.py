@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from app.db.engine import Database
 from app.db.signals import Wakeup
+from app.db.sqlite.worker_lock import WorkerLock
 from app.settings import Settings
 from app.tasks.retention import purge_expired
 from app.tasks.states import TURN_DEAD
@@ -34,7 +35,6 @@ from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
 from app.worker.lease import Lease, release
 from app.worker.runner import TurnRunner, Verdict, backoff_seconds
-from app.worker.single import SqliteWorkerLock
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
@@ -62,7 +62,7 @@ class TurnWorker:
         runner: TurnRunner,
         owner: str,
         concurrency: int | None = None,
-        sqlite_lock: SqliteWorkerLock | None = None,
+        worker_lock: WorkerLock | None = None,
         drain_grace_seconds: float = 10.0,
     ) -> None:
         self.db = db
@@ -77,7 +77,7 @@ class TurnWorker:
             lease_seconds=settings.lease_seconds,
             poll_seconds=settings.poll_seconds,
         )
-        self._sqlite_lock = sqlite_lock
+        self._worker_lock = worker_lock
         self._grace = drain_grace_seconds
         self._stopping = False
         self._drains: dict[asyncio.Task[None], Holding] = {}
@@ -89,8 +89,8 @@ class TurnWorker:
         return len(self._drains)
 
     async def start(self) -> None:
-        if self._sqlite_lock is not None:
-            self._sqlite_lock.acquire()  # ConfigError: several workers on SQLite are refused
+        if self._worker_lock is not None:
+            self._worker_lock.acquire()  # ConfigError: a second worker on the storage is refused
         self._stopping = False
         turns = self.db.signals.turns
         self._unsubscribe = turns.subscribe(self._wakeup.notify, self._has_room)
@@ -125,8 +125,8 @@ class TurnWorker:
             await _finish(task, 0)
         self._loops.clear()
         self._claimer = None
-        if self._sqlite_lock is not None:
-            self._sqlite_lock.release()
+        if self._worker_lock is not None:
+            self._worker_lock.release()
         log.info("worker.stopped", extra={"worker": self.owner})
 
     # --- claiming ---------------------------------------------------------------------------

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from app.db.postgres.listen import asyncpg_dsn
+from app.db.sqlite.worker_lock import WorkerLock, worker_lock_path
 from app.errors import ConfigError
 from app.settings import load_settings
 from app.worker.runner import backoff_seconds
-from app.worker.single import SqliteWorkerLock, sqlite_lock_path
 
 
 def test_asyncpg_dsn_drops_the_driver_and_keeps_credentials() -> None:
@@ -17,16 +17,16 @@ def test_asyncpg_dsn_drops_the_driver_and_keeps_credentials() -> None:
 
 
 def test_sqlite_lock_path_only_for_file_databases(tmp_path: Path) -> None:
-    assert sqlite_lock_path(f"sqlite+aiosqlite:///{tmp_path}/edge.db") == Path(
+    assert worker_lock_path(f"sqlite+aiosqlite:///{tmp_path}/edge.db") == Path(
         f"{tmp_path}/edge.db.worker-lock"
     )
-    assert sqlite_lock_path("sqlite+aiosqlite:///:memory:") is None
-    assert sqlite_lock_path("postgresql+asyncpg://u@h/db") is None
+    assert worker_lock_path("sqlite+aiosqlite:///:memory:") is None
+    assert worker_lock_path("postgresql+asyncpg://u@h/db") is None
 
 
 def test_sqlite_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     path = tmp_path / "edge.db.worker-lock"
-    first, second = SqliteWorkerLock(path), SqliteWorkerLock(path)
+    first, second = WorkerLock(path), WorkerLock(path)
     first.acquire()
     with pytest.raises(ConfigError) as info:
         second.acquire()

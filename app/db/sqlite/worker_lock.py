@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from app.errors import ConfigError
 
 
-def sqlite_lock_path(database_url: str) -> Path | None:
+def worker_lock_path(database_url: str) -> Path | None:
     """The lock file for a file-backed SQLite URL; ``None`` for PostgreSQL or in-memory."""
     url = make_url(database_url)
     if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
@@ -31,7 +31,7 @@ def sqlite_lock_path(database_url: str) -> Path | None:
     return Path(f"{url.database}.worker-lock")
 
 
-class SqliteWorkerLock:
+class WorkerLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: IO[str] | None = None

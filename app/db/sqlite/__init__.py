@@ -1,0 +1,1 @@
+"""What only the SQLite storage needs (its implementations are the shared ones)."""
