@@ -19,18 +19,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from app.db.models import TaskRow
+from app.db.push_configs import SealedPush
 from app.security.caller import CallerScope
-
-
-@dataclass(frozen=True)
-class SealedPush:
-    """A push config as stored: its secrets already encrypted (``app.tasks.push_secrets``)."""
-
-    id: str | None
-    url: str
-    token_enc: str | None
-    auth_scheme: str | None
-    auth_credentials_enc: str | None
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,12 @@ from app.db.postgres.push_outbox import PostgresPushOutbox
 from app.db.postgres.sessions import PostgresSessions
 from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
+from app.db.push_configs import PushConfigStore
 from app.db.push_outbox import PushOutboxStore
 from app.db.sessions import SessionStore
 from app.db.shared.accepts import SharedAccepts
 from app.db.shared.mailbox import SharedMailbox
+from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
 from app.db.shared.task_lifecycle import SharedTaskLifecycle
@@ -55,6 +57,7 @@ class Storage:
     signals: Signals
     accepts: AcceptStore
     mailbox: MailboxStore
+    push_configs: PushConfigStore
     push_outbox: PushOutboxStore
     task_lifecycle: TaskLifecycleStore
     task_reads: TaskReadStore
@@ -80,6 +83,7 @@ def _sqlite(db: Database) -> Storage:
         signals=db.signals,
         accepts=SharedAccepts(db),
         mailbox=SharedMailbox(db, PROCESS_CLOCK, turn_writes),
+        push_configs=SharedPushConfigs(db),
         push_outbox=SharedPushOutbox(db, PROCESS_CLOCK, db.signals.pushes),
         task_lifecycle=SharedTaskLifecycle(db),
         task_reads=SharedTaskReads(db),
@@ -100,6 +104,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         signals=signals,
         accepts=PostgresAccepts(pool, SharedAccepts(db), signals.turns),
         mailbox=PostgresMailbox(pool, shared_mailbox),
+        push_configs=SharedPushConfigs(db),
         push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),
         task_lifecycle=SharedTaskLifecycle(db),
         task_reads=PostgresTaskReads(pool),

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.agents.hitl_wire import answer_part, pending_request_id
-from app.db.accepts import Accepted, NewTurn, SealedPush, Submission
+from app.db.accepts import Accepted, NewTurn, Submission
 from app.db.documents import RawJson
 from app.db.engine import Database
+from app.db.push_configs import SealedPush
 from app.errors import UnsupportedOperation
 from app.security.caller import CallerScope
 from app.tasks import states

@@ -18,16 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import TaskPushNotificationConfig
-from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.accepts import SealedPush
 from app.db.engine import Database
-from app.db.models import PushConfigRow, PushOutboxRow
-from app.db.outbox import CANCELED as OUTBOX_CANCELED
-from app.db.outbox import PENDING as OUTBOX_PENDING
-from app.db.shared.push_configs import store_push_config
-from app.db.shared.task_rows import load_task
+from app.db.push_configs import PushConfigView, SealedPush
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginAllowlist, OriginError, parse_url
 from app.security.caller import CallerScope
@@ -143,44 +136,26 @@ def seal(config: PushConfigInput, secrets: PushSecrets) -> SealedPush:
     )
 
 
-def public_config(row: PushConfigRow) -> dict[str, Any]:
+def public_config(config: PushConfigView) -> dict[str, Any]:
     """The config as answered: no token, no credentials (CONTRACT §5, §7)."""
     doc: dict[str, Any] = {
-        "tenant": row.tenant,
-        "id": row.id,
-        "taskId": row.task_id,
-        "url": row.url,
+        "tenant": config.tenant,
+        "id": config.id,
+        "taskId": config.task_id,
+        "url": config.url,
     }
-    if row.auth_scheme:
-        doc["authentication"] = {"scheme": row.auth_scheme}
+    if config.auth_scheme:
+        doc["authentication"] = {"scheme": config.auth_scheme}
     return doc
 
 
 class PushConfigService:
-    """The four push-config methods, scoped to the caller."""
+    """The four push-config methods, scoped to the caller (the store finds the task first)."""
 
     def __init__(self, db: Database, allowlist: OriginAllowlist, secrets: PushSecrets) -> None:
-        self._db = db
+        self._store = db.storage.push_configs
         self._allowlist = allowlist
         self._secrets = secrets
-
-    async def _require_task(self, session: AsyncSession, scope: CallerScope, task_id: str) -> None:
-        if not task_id or await load_task(session, scope, task_id) is None:
-            raise TaskNotFound(f"task '{shown(task_id)}' not found")
-
-    async def _row(
-        self, session: AsyncSession, scope: CallerScope, task_id: str, config_id: str
-    ) -> PushConfigRow | None:
-        return (
-            await session.execute(
-                select(PushConfigRow).where(
-                    PushConfigRow.tenant == scope.tenant,
-                    PushConfigRow.identity == scope.identity,
-                    PushConfigRow.task_id == task_id,
-                    PushConfigRow.id == config_id,
-                )
-            )
-        ).scalar_one_or_none()
 
     async def create(
         self, scope: CallerScope, config: TaskPushNotificationConfig
@@ -188,45 +163,23 @@ class PushConfigService:
         checked = validate_push_config(
             config, prefix="params", allowlist=self._allowlist, require_token=False
         )
-        async with self._db.transaction() as session:
-            await self._require_task(session, scope, config.task_id)
-            config_id = await store_push_config(
-                session, scope, config.task_id, seal(checked, self._secrets)
-            )
-            row = await self._row(session, scope, config.task_id, config_id)
-        assert row is not None
-        return public_config(row)
+        stored = await self._store.put(scope, config.task_id, seal(checked, self._secrets))
+        return public_config(stored)
 
     async def get(self, scope: CallerScope, task_id: str, config_id: str) -> dict[str, Any]:
-        async with self._db.transaction() as session:
-            await self._require_task(session, scope, task_id)
-            row = await self._row(session, scope, task_id, config_id)
-        if row is None:
+        found = await self._store.get(scope, task_id, config_id)
+        if found is None:
             raise TaskNotFound(
                 f"push notification config '{shown(config_id)}' not found for this task",
                 reason="push_config_not_found",
             )
-        return public_config(row)
+        return public_config(found)
 
     async def list(
         self, scope: CallerScope, task_id: str, page_size: int, page_token: str
     ) -> dict[str, Any]:
         after = _decode_id_cursor(page_token) if page_token else None
-        async with self._db.transaction() as session:
-            await self._require_task(session, scope, task_id)
-            query = (
-                select(PushConfigRow)
-                .where(
-                    PushConfigRow.tenant == scope.tenant,
-                    PushConfigRow.identity == scope.identity,
-                    PushConfigRow.task_id == task_id,
-                )
-                .order_by(PushConfigRow.id)
-                .limit(page_size + 1)
-            )
-            if after is not None:
-                query = query.where(PushConfigRow.id > after)
-            rows = list((await session.execute(query)).scalars().all())
+        rows = await self._store.page(scope, task_id, after=after, limit=page_size + 1)
         more = len(rows) > page_size
         rows = rows[:page_size]
         token = _encode_id_cursor(rows[-1].id) if more and rows else ""
@@ -234,28 +187,7 @@ class PushConfigService:
 
     async def delete(self, scope: CallerScope, task_id: str, config_id: str) -> dict[str, Any]:
         """Idempotent: deleting a config that is already gone succeeds (CONTRACT §5)."""
-        async with self._db.transaction() as session:
-            await self._require_task(session, scope, task_id)
-            await session.execute(
-                delete(PushConfigRow).where(
-                    PushConfigRow.tenant == scope.tenant,
-                    PushConfigRow.identity == scope.identity,
-                    PushConfigRow.task_id == task_id,
-                    PushConfigRow.id == config_id,
-                )
-            )
-            # Nothing is sent to a config after it was deleted.
-            await session.execute(
-                update(PushOutboxRow)
-                .where(
-                    PushOutboxRow.tenant == scope.tenant,
-                    PushOutboxRow.identity == scope.identity,
-                    PushOutboxRow.task_id == task_id,
-                    PushOutboxRow.config_id == config_id,
-                    PushOutboxRow.status == OUTBOX_PENDING,
-                )
-                .values(status=OUTBOX_CANCELED)
-            )
+        await self._store.delete(scope, task_id, config_id)
         return {}
 
 
