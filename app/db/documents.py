@@ -63,7 +63,7 @@ def task_doc(
     Validated on write, not re-encoded on read: every stored piece is protobuf-JSON the edge
     produced itself (the user message through ``parse_send_message``, agent parts and
     artifacts through ``normalise``, statuses through ``status_doc``), so a read needs no
-    ``a2a.types.Task`` round trip (bench/README). Empty repeated/map fields are left out, as
+    ``a2a.types.Task`` round trip. Empty repeated/map fields are left out, as
     protobuf-JSON leaves them out.
     """
     doc: dict[str, Any] = {"id": row.id, "contextId": row.context_id, "status": dict(row.status)}

@@ -91,7 +91,7 @@ class Database:
         # Hot single statements (GetTask, the turn pipeline) bypass the SQLAlchemy pool
         # (app/db/statement_pool.py).
         # A quarter of the pool size (8 by default): measured on 2 cores, 8 connections
-        # answered c = 16/64 faster than 4, 16 or 32, with a third of the p99 (bench/README).
+        # answered c = 16/64 faster than 4, 16 or 32, with a much shorter tail.
         self.statement_pool: StatementPool | None = (
             StatementPool(self._read_connect_args(), size=max(2, pool_size // 4))
             if self.dialect == "postgresql"
@@ -120,7 +120,7 @@ class Database:
         # the values or on the table's statistics (key lookups, index walks that stop at a
         # limit: app/push/store_pg.py), so plan once per connection: left to "auto",
         # PostgreSQL re-plans the batched GetTask (its array parameters look worth a custom
-        # plan) on every execution, ~150 µs of its CPU each time (bench/README).
+        # plan) on every execution, a measurable share of its CPU each time.
         settings = dict(kwargs.get("server_settings") or {})
         settings["plan_cache_mode"] = "force_generic_plan"
         # This pool runs transactions too (the push claim holds its advisory lock in one):

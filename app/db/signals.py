@@ -8,8 +8,8 @@ not ``None``:
 
 - ``None`` when a waiter of this process has a free slot (its ``room``): every listening
   waiter of every process wakes for a ``NOTIFY`` and runs a claim, which all but one find
-  empty, so with N processes that was N claims a turn or push (bench/ROUNDS.md, round
-  thirty-seven). A piece of work this process can take itself wakes only this process.
+  empty, so with N processes that was N claims a turn or push. A piece of work this process
+  can take itself wakes only this process.
 - ``None`` when the storage is not shared across processes (SQLite): nobody else to wake.
 
 Waiters in other processes hear the ``NOTIFY`` through ``listen()`` (PostgreSQL ``LISTEN`` on a

@@ -27,12 +27,11 @@ TURN_DEAD: Final = "dead"
 TURN_CANCELED: Final = "canceled"
 # A turn still to run (the head of an identity's mailbox is its lowest unfinished turn).
 UNFINISHED_TURNS: Final = (TURN_QUEUED, TURN_RUNNING)
-# The same set as SQL text, written into the statements that look for unfinished turns and
-# into the predicate of the partial index ``ix_turns_unfinished``. A query can use a partial
-# index only where its own WHERE proves the index's predicate, and a bind parameter proves
-# nothing to a generic plan (the statement pool plans once per connection): the claim then
-# walked every turn ever stored, not the few still queued (bench/ROUNDS.md, round
-# thirty-six). The ORM statements (SQLite) bind them: SQLite searches the mailbox index by
+# The same set as SQL text, written into the statements that look for unfinished turns and into the
+# predicate of the partial index ``ix_turns_unfinished``. A query can use a partial index only where
+# its own WHERE proves the index's predicate, and a bind parameter proves nothing to a generic plan
+# (the statement pool plans once per connection): the claim then walked every turn ever stored, not
+# the few still queued. The ORM statements (SQLite) bind them: SQLite searches the mailbox index by
 # status instead.
 UNFINISHED_TURNS_SQL: Final = "('queued', 'running')"
 

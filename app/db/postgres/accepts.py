@@ -2,7 +2,7 @@
 
 Through the ORM a new turn was ~10 round trips (BEGIN, turn insert, task insert, ``max(seq)``
 read, history insert, push-config read and upsert, actor upsert, ``pg_notify``, COMMIT) and
-the accept benchmark was bound by them (bench/README, profile findings). Here the same rows
+the accept benchmark was bound by them. Here the same rows
 are written by one statement of data-modifying CTEs, so the accept is still one transaction
 (a single statement is atomic) and costs one round trip; asyncpg keeps it prepared per
 connection. Hand-written SQL on a raw driver connection because the ORM's per-statement

@@ -2,7 +2,7 @@
 
 Why: under load, each GetTask was one statement on its own pooled connection, and the round
 trip itself — asyncpg's encode/send/receive, the event-loop wake-ups, PostgreSQL's per-statement
-work and its backend wake-up — cost more CPU on both sides than the lookup (bench/README).
+work and its backend wake-up — cost more CPU on both sides than the lookup.
 Requests that arrive while earlier reads are in flight are queued and answered together by one
 statement over ``unnest`` of their keys, so that cost is paid once per batch.
 
@@ -35,8 +35,8 @@ from app.security.caller import CallerScope
 # protobuf-JSON leaves them out (``task_doc`` builds the same document on SQLite).
 # ``task_text`` splices the pieces. Why not one document built by the database
 # (``jsonb_build_object(…) || … ::text``, as before): every ``||`` copies the whole document
-# again, and building it was ~40 % of the statement's server time at concurrency 1
-# (bench/README); handing back each stored value's text and joining strings is cheaper.
+# again, and building it was a large share of the statement's server time at concurrency 1;
+# handing back each stored value's text and joining strings is cheaper.
 TASK_COLUMNS_SQL = """
   t.id, t.context_id, t.status::text,
   CASE WHEN jsonb_array_length(t.artifacts) > 0 THEN t.artifacts::text END,
@@ -91,7 +91,7 @@ def task_text(columns: Sequence[Any]) -> str:
 
 
 # Two statements in flight: one being answered while the next batch forms. Measured on the
-# bench machine (bench/README): more slots make smaller batches, fewer make requests wait.
+# bench machine: more slots make smaller batches, fewer make requests wait.
 MAX_IN_FLIGHT = 2
 MAX_BATCH = 64
 

@@ -1,6 +1,6 @@
 """``ListTasks`` on PostgreSQL as one statement whose pieces are spliced into the answer.
 
-Why: through the ORM a page of 50 tasks cost ~4-5 ms of edge CPU (bench/ROUNDS.md, round five):
+Why: through the ORM a page of 50 tasks cost several times this path's edge CPU:
 two statements in a transaction, an ORM object per row, three ``jsonb`` decodes per row, a
 ``task_doc`` dict per row and the whole page encoded again, with enough garbage for the cyclic
 collector to run about once per request. Here one autocommit statement on the statement pool

@@ -1,8 +1,8 @@
 """The mailbox store on PostgreSQL (``app.db.mailbox.MailboxStore``), on the statement pool.
 
 Each unit is one autocommit statement. Through the ORM each was a transaction of 3-4 round
-trips (BEGIN, ``SET LOCAL``, the statement, COMMIT) and about a millisecond of worker CPU; the
-turn benchmark was bound by them (bench/README). Same rules as the shared statements
+trips (BEGIN, ``SET LOCAL``, the statement, COMMIT) and far more worker CPU; the
+turn benchmark was bound by them. Same rules as the shared statements
 (``app.db.shared.mailbox``): scope, unfinished status and the fence (``FENCE_SQL``) in the same
 WHERE, the database clock for every time. The heartbeat, the still-held check and the cancel
 check run the shared transactions.
@@ -38,8 +38,8 @@ LOCK_IDLE_LIMIT_MS = 5000
 LOCKING_SQL = f"SET LOCAL idle_in_transaction_session_timeout = {LOCK_IDLE_LIMIT_MS}"
 
 # The same claim as one hand-written statement for the statement pool (PostgreSQL): through
-# the ORM it cost a ``SET LOCAL`` round trip and ~1 ms of worker CPU per wake-up
-# (bench/README). $1 owner, $2 lease seconds, $3 limit; the unfinished statuses are text,
+# the ORM it cost a ``SET LOCAL`` round trip and far more worker CPU per wake-up.
+# $1 owner, $2 lease seconds, $3 limit; the unfinished statuses are text,
 # so that the search walks ``ix_turns_unfinished`` (``states.UNFINISHED_TURNS_SQL``).
 # (``_CLAIM_WITH_HEADS_SQL`` wraps it to read each claimed identity's head turn too.)
 CLAIM_SQL = f"""
@@ -76,7 +76,7 @@ RETURNING 1
 
 # PostgreSQL: each unit below is one autocommit statement on the statement pool. Through the
 # ORM each was a transaction of 3-4 round trips (BEGIN, ``SET LOCAL``, the statement, COMMIT)
-# and ~1 ms of worker CPU; the turn benchmark was bound by them (bench/README). Same rules as
+# and far more worker CPU; the turn benchmark was bound by them. Same rules as
 # the ORM statements: scope, unfinished status and the fence (``app.db.fence.FENCE_SQL``)
 # in the same WHERE, the database clock for every time.
 _HEAD_SQL = (
@@ -105,11 +105,11 @@ RETURNING 1
 
 
 # ``settle`` and the read of the identity's next head in one statement: the drain reads the
-# head after every settled turn, so apart they were two round trips per turn (bench/ROUNDS.md,
-# round seven). Every part of a statement sees the same snapshot, taken before its UPDATE
-# runs, so the settled turn still looks unfinished to the head read: it is left out by id
-# (it was the head, so the next head has a higher id). The head is only used when the
-# settle applied. $5 turn id, $6 new status, $7 last error, $8 unfinished statuses.
+# head after every settled turn, so apart they were two round trips per turn. Every part of a
+# statement sees the same snapshot, taken before its UPDATE runs, so the settled turn still
+# looks unfinished to the head read: it is left out by id (it was the head, so the next head
+# has a higher id). The head is only used when the settle applied. $5 turn id, $6 new status,
+# $7 last error, $8 unfinished statuses.
 _SETTLE_AND_HEAD_SQL = (
     """
 WITH settled AS (
@@ -128,10 +128,10 @@ SELECT (SELECT count(*) FROM settled) AS applied, """
 
 
 # The claim (``CLAIM_SQL``) and each claimed identity's head turn in one statement: a
-# drain starts by reading its head, one more round trip per claimed identity (bench/ROUNDS.md,
-# round seven). The head read sees the statement's snapshot, and so does the claim's search
-# for identities whose head is due; a holder that lost its lease before that snapshot cannot
-# write after it (its fence requires an unexpired lease, and the lease had expired).
+# drain starts by reading its head, one more round trip per claimed identity. The head read
+# sees the statement's snapshot, and so does the claim's search for identities whose head is
+# due; a holder that lost its lease before that snapshot cannot write after it (its fence
+# requires an unexpired lease, and the lease had expired).
 _CLAIM_WITH_HEADS_SQL = (
     "WITH claimed AS ("  # noqa: S608 (constant fragments only)
     + CLAIM_SQL

@@ -1,10 +1,10 @@
 """The push-outbox store on PostgreSQL (``app.db.push_outbox.PushOutboxStore``), on the
 statement pool.
 
-Why: through the ORM one delivered push cost three transactions and ~14 round trips
+Why: through the ORM one delivered push cost three transactions and over a dozen round trips
 (claim: BEGIN, advisory lock, ``now()``, candidates, UPDATE, load, COMMIT; the re-check; the
 outcome: BEGIN, ``now()``, UPDATE, COMMIT), each paying SQLAlchemy's per-statement CPU, and the
-deliverer was a fifth of a turn worker's CPU (bench/README). Here the claim keeps its one
+deliverer cost a large share of a turn worker's CPU. Here the claim keeps its one
 transaction under the advisory lock in two round trips (``BEGIN`` with the lock, then one
 claim-and-load statement), the re-check is one statement that also reads the database clock,
 and the outcome one ``UPDATE`` (its time: that clock plus the attempt's elapsed time). The

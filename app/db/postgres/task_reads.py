@@ -2,8 +2,8 @@
 
 Hand-written on raw driver connections: through the ORM a GetTask was 4 round trips (BEGIN,
 task, history, COMMIT) and most of a verified GetTask's CPU, and a checkout from the
-SQLAlchemy pool alone costs more CPU than the statement (bench/README,
-``app/db/statement_pool.py``). One SELECT is its own snapshot, so no explicit transaction;
+SQLAlchemy pool alone costs more CPU than the statement (``app/db/statement_pool.py``). One
+SELECT is its own snapshot, so no explicit transaction;
 concurrent reads share one statement (``app.db.postgres.batched_reads``), and a ListTasks page
 is one statement (``app.db.postgres.list_tasks``). Same scope: tenant AND identity AND id.
 The documents come back as text and are spliced into the answer (no decode + re-encode).

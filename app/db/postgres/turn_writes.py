@@ -3,7 +3,7 @@
 Why: through the ORM, ``finish`` was one transaction of ~9 round trips (BEGIN, task read,
 guarded UPDATE, ``max(seq)``, history INSERT, push-config read, outbox INSERT, ``pg_notify``,
 COMMIT) and ``mark_working``/``snapshot`` 3-4 each, every one paying SQLAlchemy's
-per-statement CPU; the turn benchmark was bound by it (bench/README). Here: ``mark_working`` and
+per-statement CPU; the turn benchmark was bound by it. Here: ``mark_working`` and
 ``snapshot`` are one statement each, ``finish`` is one read and one write statement.
 Hand-written SQL on the driver because that per-statement cost was measured, not guessed;
 ``record_progress`` keeps the shared SQLAlchemy transaction (``app.db.shared.turn_writes``),
@@ -209,7 +209,7 @@ class PostgresTurnWrites:
         if known is not None:
             done = await self._write(scope, task_id, fence, rule, known, compose(known), settle)
             if done.applied:
-                return done  # one round trip instead of two (bench/ROUNDS.md, round seven)
+                return done  # one round trip instead of two
         row = await self._pool.fetchrow(_FINISH_READ_SQL, scope.tenant, scope.identity, task_id)
         if row is None:
             return REFUSED

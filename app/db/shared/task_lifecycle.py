@@ -94,8 +94,8 @@ class SharedTaskLifecycle:
                     await session.execute(
                         delete(table).where(table.tenant == tenant, table.task_id.in_(ids))
                     )
-                # No index of turns leads with the task (each would cost every turn pipeline
-                # write; bench/ROUNDS.md, round thirty-six): the tasks' identities bound the
+                # No index of turns leads with the task (one would cost every turn pipeline
+                # write, for a purge that runs hourly): the tasks' identities bound the
                 # delete to their turns through the mailbox index, not the tenant's table.
                 await session.execute(
                     delete(TurnRow).where(
