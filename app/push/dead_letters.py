@@ -3,10 +3,10 @@
 A replayed row starts over: ``pending``, zero attempts, due now, a fresh retry budget.
 It becomes the head of its task's queue again, so per-task order still holds.
 
-One exception (documented in the README's design notes): a dead row whose task already had a
-later push delivered to the same target is skipped as superseded, whatever its kind; sending it
-would show the gateway an older state after a newer one (a stale "working" update, or a
-question (``INPUT_REQUIRED``, stored as a final push) after the turn that answered it).
+One exception (documented in docs/operations.md, "Dead letters"): a dead row whose task
+already had a later push delivered to the same target is skipped as superseded, whatever its
+kind; sending it would show the gateway an older state after a newer one (a stale "working"
+update, or a question (``INPUT_REQUIRED``, stored as a final push) after the turn that answered it).
 Rows of a canceled task are never dead (``cancel_undelivered`` cancels dead letters too), so a
 replay cannot push after a cancel.
 """

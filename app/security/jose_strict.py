@@ -83,7 +83,7 @@ def _finite_float(text: str) -> float:
 
 
 # Built once: ``json.loads`` with any keyword builds a new decoder (and its C scanner) on
-# every call, which was measurable on the per-request claims parse (bench/README).
+# every call, which was measurable on the per-request claims parse.
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_reject_duplicates,
     parse_constant=_reject_constant,

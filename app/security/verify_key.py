@@ -2,8 +2,8 @@
 
 Why libsodium (PyNaCl, also maintained by PyCA) for the verification itself and
 ``cryptography`` for everything else: the check runs once per request on fresh tokens, and on
-the bench machines libsodium's ``crypto_sign_open`` takes about half the CPU of OpenSSL's
-Ed25519 verify (``bench/README.md``, benchmark 1 reports both). libsodium's checks are strict,
+the bench machines libsodium's ``crypto_sign_open`` takes clearly less CPU than OpenSSL's
+Ed25519 verify (benchmark 1 reports both). libsodium's checks are strict,
 which fits a verifier that fails closed: it refuses a non-canonical ``S`` (S ≥ L, RFC 8032
 §5.1.7 step 1) and small-order or non-canonical ``R`` and ``A``; the tests pin agreement with
 OpenSSL on valid signatures and refusal of tampered, truncated and malleated ones.

@@ -47,7 +47,7 @@ _INT32_MAX = 2**31 - 1
 
 def _plain_get_task(params: dict[str, Any]) -> tuple[str, int | None] | None:
     """GetTask params in their everyday shape, read without the protobuf parse (a measurable
-    share of the hot path, bench/README); anything else, including every invalid value, goes
+    share of the hot path); anything else, including every invalid value, goes
     through ``parse_params`` so the answers and error messages stay the same."""
     if not _PLAIN_GET_TASK.issuperset(params):
         return None
