@@ -32,7 +32,7 @@ def binding_goal_note(tag: str, sdk_rps: float, bare_rps: float) -> str | None:
     endpoint's rate, meeting the a2a-sdk goal means beating the bare goal by that margin
     (``SDK_GOAL x share`` of the bare rate), which the issue's own estimate of the ceiling
     (~0.4x bare for one process that verifies every token) leaves little or no room for
-    (README, "Concurrency 1")."""
+    (docs/performance.md)."""
     if sdk_rps <= 0 or bare_rps <= 0:
         return None
     share = sdk_rps / bare_rps
@@ -51,7 +51,7 @@ def round_spread_note(tag: str, edge: HttpResult, sdk: HttpResult, bare: HttpRes
     The servers take turns (``Ctx.load_interleaved``), so round ``r`` of each was measured in
     the same few seconds of the host; the range of those ratios is how far a single
     stretch of the host moves the ratio within this run. A goal line inside the range means
-    the cell is at its line (README, "Concurrency 1"), whichever side the run's total lands on.
+    the cell is at its line, whichever side the run's total lands on.
     """
     e, s, b = edge.round_rates, sdk.round_rates, bare.round_rates
     if len(e) < 2 or not len(e) == len(s) == len(b) or min(s + b) <= 0:
@@ -75,7 +75,7 @@ def steal_note(tag: str, results: dict[str, HttpResult]) -> str | None:
     Stolen time lands on whichever server was being measured, so a cell with a few per cent
     of it can move a ratio at c = 1 by more than the goals' margins (bench/host.py); the
     shares per server say which way: steal that fell on the edge's turns more than on a
-    baseline's lowers the edge's ratio to it (round twenty-three, bench/ROUNDS.md)."""
+    baseline's lowers the edge's ratio to it."""
     cell = list(results.values())
     host = sum(r.host_ticks or 0 for r in cell)
     if any(r.steal_ticks is None for r in cell) or host <= 0:

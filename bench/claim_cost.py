@@ -8,8 +8,8 @@ its edge has stopped (its in-process worker would run them), the work a claim fi
 queued turns for each hot identity. The claim runs on a connection set up as the edge's
 statement pool (generic plans, ``app.db.engine``) inside a transaction that is rolled back,
 so every claim finds the same queue; the sizes take turns, a batch of claims each per round.
-Round thirty-six found the claim walking every stored turn (its statuses were a bind
-parameter, which a generic plan cannot match to the partial index ``ix_turns_unfinished``).
+It guards against the claim walking every stored turn, as it did while its statuses were a
+bind parameter, which a generic plan cannot match to the partial index ``ix_turns_unfinished``.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ QUICK = Profile(
     http_rounds=1,
     warmup_seconds=0.0,
     # c = 16 runs the same code as c = 64; wrk's shortest run is a whole second, and the
-    # five loads c = 16 added took --quick past its minute on a slower host (bench/README).
+    # five loads c = 16 added took --quick past its minute on a slower host.
     concurrencies=(1, 64),
     server_workers=(1,),
     token_pool=5_000,

@@ -56,7 +56,7 @@ class Ctx:
         tasks (benchmarks that run turns must not inherit the accept benchmark's queued turns).
 
         Each is a copy of one template that ``looping-edge migrate`` and ``tenants add`` built
-        once per run: running those commands for every database took ~2 s each, a sixth of
+        once per run: running those commands for every database took a good share of
         ``--quick``'s minute."""
         if self._template_db is None:
             template = self.dbs.create("template")
@@ -140,8 +140,8 @@ class Ctx:
         """Every target at every concurrency, the targets taking turns: ``http_rounds`` rounds
         of ``http_seconds / http_rounds`` each, the order rotated every round. The machine's
         load changes from minute to minute (other tenants of the host); measured one after the
-        other, a slow minute landed on one server and moved the ratio by up to ±30 %, taking
-        turns spreads it over all of them."""
+        other, a slow minute landed on one server and moved the ratio far more than the goals'
+        margins; taking turns spreads it over all of them."""
         rounds = max(self.profile.http_rounds, 1)
         per_round = (self.profile.http_seconds if seconds is None else seconds) / rounds
         names = list(targets)

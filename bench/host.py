@@ -2,18 +2,17 @@
 model (these guests report a generic name, ``AMD EPYC`` or ``Intel(R) Xeon(R) Processor``,
 whatever the generation) and how an idle virtual CPU waits.
 
-On one host the second decided c = 1 more than any code here (README, "Latency at low
-concurrency on virtual machines"): with the ``haltpoll`` cpuidle driver and
-``guest_halt_poll_ns`` = 0 an idle vCPU halts at once, so a request that waits for PostgreSQL
-pays a full halt and resume on each side of the round trip; the same host with 200 µs of
-polling answered the edge's GetTask 1.58x faster at c = 1 (round twelve, paired rounds). With
+On some hosts the second decided c = 1 more than any code here: with the ``haltpoll`` cpuidle
+driver and ``guest_halt_poll_ns`` = 0 an idle vCPU halts at once, so a request that waits for
+PostgreSQL pays a full halt and resume on each side of the round trip, and the same host with
+the guest polling answered the edge's GetTask much faster at c = 1. With
 no cpuidle driver the guest halts at once too and the parameter is not read; what a halt
 costs there is the host's business (KVM can poll on its side), invisible from here. Both are
 read from ``/proc`` and ``/sys`` so each run's table says which kind of host it came from.
 
 A third thing moves a run's figures and is visible from inside: steal time, the share of its
-vCPUs' time the hypervisor gave to something else (``/proc/stat``). On round nineteen's host
-one run of benchmark 2 in seven lost 17 % of the machine's time to it under load; each
+vCPUs' time the hypervisor gave to something else (``/proc/stat``). On one host an occasional
+run of benchmark 2 lost a large share of the machine's time to it under load; each
 benchmark's notes now say how much was stolen while it ran, so such a run can be told from
 a slow edge (a host that runs its vCPUs slower without taking time away shows in the bare
 endpoint's CPU per request instead).
