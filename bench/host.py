@@ -81,8 +81,7 @@ class IdleState:
         return (
             "host: cpuidle driver haltpoll with guest_halt_poll_ns = 0, so an idle vCPU halts "
             "at once and every wake-up (two per PostgreSQL round trip at c = 1) is a full halt "
-            'and resume; c = 1 figures carry it (README, "Latency at low concurrency on '
-            'virtual machines")'
+            "and resume; c = 1 figures carry it"
         )
 
 
