@@ -177,8 +177,8 @@ def run_checked(argv: list[str], *, env: dict[str, str], what: str) -> str:
 def run_all_checked(commands: list[tuple[list[str], str]], *, env: dict[str, str]) -> list[str]:
     """Independent commands side by side (each ``(argv, what)``); their outputs in order.
 
-    A command line of the edge spends most of its ~1.5 s importing (bench/README), so two at
-    once on two cores take about as long as one."""
+    A command line of the edge spends most of its time importing, so two at once on two cores
+    take about as long as one."""
     running = [
         (
             subprocess.Popen(

@@ -73,8 +73,8 @@ def cut_ratio(value: float) -> float: ...
 def cut_ratio(value: None) -> None: ...
 def cut_ratio(value: float | None) -> float | None:
     """``value`` cut (not rounded) to three decimals, so a ratio never reads above what was
-    measured: rounded, 0.3495 of the bare rate became 0.350 and met the 0.35x goal it had
-    missed (round eighteen's committed table). Every goal has at most three decimals, so the
+    measured: rounded, 0.3495 of the bare rate would become 0.350 and meet the 0.35x goal it
+    missed. Every goal has at most three decimals, so the
     cut ratio meets a goal exactly when the measured one does; the 1e-9 only absorbs binary
     noise (1.001 * 1000 is 1000.9999999999999 in floating point)."""
     return None if value is None else math.floor(value * 1000 + 1e-9) / 1000

@@ -1,7 +1,7 @@
 """``python -m bench.summary RUN...``: the goal rows of several runs, side by side.
 
 One run's ratio at c = 1 sits at its line on many hosts and moves with the neighbours' load
-between runs minutes apart (README, "Concurrency 1"), so a verdict from one run says little
+between runs minutes apart (docs/performance.md), so a verdict from one run says little
 there. This reads the ``latest.json`` of several runs (``bench/run --out DIR``, or one
 ``bench/run --repeat N`` result holding N runs) and prints, for every row with a goal, the
 median ratio, the range, how many runs met the goal and the verdict on the median (what

@@ -4,7 +4,7 @@ each) and wait for each turn's terminal push at the bench's receiver.
 The driver is the load generator and shares the two cores with the edge, its worker and
 PostgreSQL, so it must cost little per turn: each identity keeps its own HTTP/1.1 keep-alive
 connection written with asyncio streams (as ``bench.pyload`` does). With httpx the driver
-took more CPU per turn than the worker and bounded the benchmark (bench/README).
+took more CPU per turn than the worker and bounded the benchmark.
 """
 
 from __future__ import annotations
