@@ -39,8 +39,8 @@ def test_rates_and_latencies_are_oriented_so_higher_is_better() -> None:
 
 
 def test_a_ratio_just_under_its_goal_is_a_miss_in_every_output(tmp_path: Path) -> None:
-    # Round eighteen's committed table: 1,546 against 4,425 req/s is 0.3495 of the bare rate,
-    # which rounding made 0.350 and a met 0.35x goal. Ratios are cut, not rounded.
+    # 1,546 against 4,425 req/s is 0.3495 of the bare rate, which rounding would make 0.350 and
+    # a met 0.35x goal. Ratios are cut, not rounded.
     under = rate_row("2 GetTask", "req/s 2p c1", 1546.43, "/s", "bare", 4424.63, 0.35)
     assert under.ratio == 0.349 and under.verdict == "MISS"
     at = rate_row("2 GetTask", "req/s 1p c1", 350.0, "/s", "bare", 1000.0, 0.35)

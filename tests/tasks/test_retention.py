@@ -112,9 +112,9 @@ ANALYZE turns;
 async def test_the_purge_deletes_turns_by_their_identities_not_the_whole_table(
     pg_url: str, pg_database: Database, settings: Settings
 ) -> None:
-    # Found by measuring (round thirty-six): by (tenant, task_id) alone, which no index of
-    # turns leads with, each batch of 500 expired tasks read the tenant's whole turns table
-    # (200 ms a batch at 1,000,000 turns). An index by task cost every turn pipeline write.
+    # Found by measuring: by (tenant, task_id) alone, which no index of turns leads with, each
+    # batch of 500 expired tasks read the tenant's whole turns table. An index by task cost
+    # every turn pipeline write.
     conn = await asyncpg.connect(_asyncpg_dsn(pg_url))
     db = pg_database
     sent: list[tuple[str, Any]] = []

@@ -1,8 +1,7 @@
 """The worker's search for due turns reads the turns still to run, not every turn stored (found
-by measuring round thirty-six: with the unfinished statuses bound as a parameter, PostgreSQL's
-generic plans could not use the partial index ``ix_turns_unfinished``; the claim walked the
-whole ``turns`` table, 2-6 ms per claim after a minute of the turn benchmark and 78 ms with
-100,000 finished turns, and grew with the history kept).
+by measuring: with the unfinished statuses bound as a parameter, PostgreSQL's generic plans
+could not use the partial index ``ix_turns_unfinished``; the claim walked the whole ``turns``
+table and grew with the history kept).
 
 Checked on the plans the databases actually choose: PostgreSQL's on a statement-pool
 connection (generic plans), before and after ``ANALYZE``, by ``EXPLAIN ANALYZE`` row counts,
