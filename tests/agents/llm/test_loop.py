@@ -185,3 +185,41 @@ async def test_a_refused_progress_write_stops_the_turn(fake: FakeModelServer) ->
             fake, runtime(plugins=plugins), turn("go", progress=Recorder(refuse=True)), tools=ALL
         )
     assert len(fake.requests) <= 2  # stopped at the next step, never reaching the answer
+
+
+KEYS: list[str] = []
+
+
+async def slow_once(ctx: object) -> str:
+    """Hangs on its first call (the worker dies there), answers on the next."""
+    KEYS.append(ctx.idempotency_key)  # type: ignore[attr-defined]
+    if len(KEYS) == 1:
+        await asyncio.sleep(3600)
+    return "finished"
+
+
+class Once:
+    key = "once"
+    tools = (slow_once,)
+
+
+async def test_a_tool_killed_mid_call_runs_again_with_the_same_key(fake: FakeModelServer) -> None:
+    from app.agents.llm.session import MemorySessions
+
+    KEYS.clear()
+    sessions = MemorySessions()
+    plugins = build_plugins([Once()], {})
+    fake.script(tool_call("slow_once", call_id="c1"), text("done"))
+    first = asyncio.create_task(
+        run_turn(fake, runtime(plugins=plugins, sessions=sessions), turn("go"), tools=["slow_once"])
+    )
+    while not KEYS:
+        await asyncio.sleep(0.01)
+    first.cancel()  # the worker dies while the tool runs
+    await asyncio.gather(first, return_exceptions=True)
+    again = await run_turn(
+        fake, runtime(plugins=plugins, sessions=sessions), turn("go"), tools=["slow_once"]
+    )
+    assert again == AgentReply(text="done")
+    assert KEYS == ["t-1:c1", "t-1:c1"]  # ran again, with the same idempotency key
+    assert len(fake.requests) == 2  # the answered model step was not asked again

@@ -80,3 +80,22 @@ async def test_two_tasks_of_one_caller_share_the_stored_session(
         "task:t-2:user:m-2",
         "task:t-2:reply:final",
     ]
+
+
+async def test_past_the_budget_old_tasks_are_dropped_when_the_summary_fails(
+    fake: FakeModelServer,
+) -> None:
+    from app.testing.fake_model import error
+
+    sessions = MemorySessions()
+    rt = runtime(sessions=sessions)
+    fake.script(text("a" * 8000))
+    await run_turn(fake, rt, turn("first", task_id="t-1"), session_max_tokens=1000)
+    fake.script(error(400), text("second answer"))  # the summary call fails
+    result = await run_turn(
+        fake, rt, turn("second", task_id="t-2", message_id="m-2"), session_max_tokens=1000
+    )
+    assert result == AgentReply(text="second answer")
+    ids = [e.id for e in sessions.transcript("demo", "user-1").items]
+    assert ids == ["task:t-2:user:m-2", "task:t-2:reply:final"]
+    assert [m.get("content") for m in fake.requests[-1].messages[1:]] == ["second"]
