@@ -38,6 +38,7 @@ class ParsedUrl:
     scheme: str
     host: str
     path: str
+    port: int = 443  # the explicit port, else the scheme's default
 
 
 def is_loopback_host(host: str) -> bool:
@@ -68,12 +69,18 @@ def _normalise_host(raw: str | None) -> str:
 
 
 def parse_url(
-    value: object, *, allow_loopback_http: bool, allow_fragment: bool = False
+    value: object,
+    *,
+    allow_loopback_http: bool,
+    allow_fragment: bool = False,
+    allow_any_http: bool = False,
 ) -> ParsedUrl:
     """Parse an absolute URL strictly and return its normalised origin.
 
     ``https`` is required; plain ``http`` only for loopback hosts when the development setting
-    ``EDGE_ALLOW_LOOPBACK_HTTP`` allows it (CONTRACT §3 step 3).
+    ``EDGE_ALLOW_LOOPBACK_HTTP`` allows it (CONTRACT §3 step 3), or for any host when
+    ``allow_any_http`` (``EDGE_PUSH_ALLOW_PRIVATE_TARGETS``, whose addresses are checked at
+    delivery, ``app.push.targets``).
     """
     if not isinstance(value, str) or not value:
         raise OriginError("URL must be a non-empty string")
@@ -96,7 +103,8 @@ def parse_url(
     if "#" in value and not allow_fragment:
         raise OriginError("URL must not carry a fragment")
     host = _normalise_host(parts.hostname)
-    if scheme == "http" and not (allow_loopback_http and is_loopback_host(host)):
+    loopback_ok = allow_loopback_http and is_loopback_host(host)
+    if scheme == "http" and not (allow_any_http or loopback_ok):
         raise OriginError("URL must use https")
     origin = f"{scheme}://{host}"
     if port is not None and port != _DEFAULT_PORTS[scheme]:
@@ -105,7 +113,14 @@ def parse_url(
         origin = f"{origin}:{port}"
     path = parts.path or "/"
     url = origin + path + (f"?{parts.query}" if parts.query else "")
-    return ParsedUrl(origin=origin, url=url, scheme=scheme, host=host, path=path)
+    return ParsedUrl(
+        origin=origin,
+        url=url,
+        scheme=scheme,
+        host=host,
+        path=path,
+        port=port or _DEFAULT_PORTS[scheme],
+    )
 
 
 def normalise_allowlist_entry(entry: str, *, allow_loopback_http: bool) -> str:

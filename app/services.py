@@ -78,6 +78,13 @@ def build_services(
     ``environ``: the process environment, built at the process edge; llm agents read their
     model keys and plugins their secrets from it (none when omitted)."""
     settings.validate_for_serving()
+    if settings.push_allow_private_targets:
+        # Development and tests only (issue 49): open tenants' pushes may reach loopback,
+        # private, link-local and metadata addresses, which the SSRF rules exist to refuse.
+        log.warning(
+            "EDGE_PUSH_ALLOW_PRIVATE_TARGETS is on: open tenants' push targets may be "
+            "loopback, private or metadata addresses and plain http (development only)"
+        )
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     metrics = Metrics()
     database = db or Database(settings.database_url, pool_size=settings.db_pool_size)

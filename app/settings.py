@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.errors import ConfigError
 from app.origins import OriginAllowlist, OriginError, parse_url
+from app.push.targets import PushTargets
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./looping-edge.db"
 
@@ -115,6 +116,10 @@ class Settings(BaseSettings):
     push_unauthorized_retries: int = Field(default=3, ge=0, le=20)
     push_concurrency: int = Field(default=16, ge=1, le=1024)
     push_secret_key: SecretStr | None = None
+    # EDGE_PUSH_ALLOW_PRIVATE_TARGETS: development and tests only. Lifts the SSRF address rule
+    # for open tenants' push targets (loopback, private, link-local ... become reachable, and
+    # plain http to such addresses); logged as a warning at start (app.push.targets).
+    push_allow_private_targets: bool = False
 
     # --- ops ----------------------------------------------------------------------------------
     log_level: str = "INFO"
@@ -179,6 +184,11 @@ class Settings(BaseSettings):
     @property
     def jwks_url(self) -> str:
         return self.public_origin + self.jwks_path
+
+    @property
+    def push_targets(self) -> PushTargets:
+        """The rules for push URLs (``app.push.targets``)."""
+        return PushTargets(self.allowlist, allow_private=self.push_allow_private_targets)
 
     @property
     def allowlist(self) -> OriginAllowlist:

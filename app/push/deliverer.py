@@ -62,6 +62,7 @@ class PushDeliverer:
         metrics: Metrics,
         config: DelivererConfig,
         client: httpx.AsyncClient | None = None,
+        pinned_client: httpx.AsyncClient | None = None,
     ) -> None:
         self._db = db
         self._store = store
@@ -69,7 +70,8 @@ class PushDeliverer:
         self._policy = policy
         self._metrics = metrics
         self._config = config
-        self._client = client  # closed on stop when given (the deliverer owns it)
+        # Closed on stop when given (the deliverer owns them).
+        self._clients = [c for c in (client, pinned_client) if c is not None]
         self._wake = Wakeup()
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
@@ -114,8 +116,8 @@ class PushDeliverer:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        if self._client is not None:
-            await self._client.aclose()
+        for client in self._clients:
+            await client.aclose()
 
     def wake(self) -> None:
         self._wake.notify()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.push.deliverer import LEASE_MARGIN_SECONDS, DelivererConfig, PushDeliverer
+from app.push.pinning import Resolver, system_resolver
 from app.push.policy import RetryPolicy
 from app.push.sender import PushSender, push_client
 from app.push.store import OutboxStore
 from app.tasks.push_secrets import PushSecrets
+from app.tenants.registry import TenantDirectory, TenantStore
 
 if TYPE_CHECKING:
     import httpx
@@ -29,6 +31,7 @@ def build_push_deliverer(services: EdgeServices, *, owner: str) -> BackgroundSer
         db=services.db,
         metrics=services.metrics,
         owner=owner,
+        tenants=services.tenants,
     )
 
 
@@ -42,11 +45,29 @@ def create_deliverer(
     owner: str,
     client: httpx.AsyncClient | None = None,
     listen: bool = True,
+    tenants: TenantDirectory | None = None,
+    pinned_client: httpx.AsyncClient | None = None,
+    resolver: Resolver = system_resolver,
 ) -> PushDeliverer:
     """A deliverer; by default with its own shared client (pool limits, no redirects, no proxy
-    settings from the environment), closed when the deliverer stops."""
+    settings from the environment), closed when the deliverer stops. Open tenants' targets
+    outside GATEWAY_ORIGINS go through ``pinned_client`` (no keep-alive, app.push.sender)."""
     timeout = settings.push_timeout_seconds
-    http = client or push_client(timeout=timeout, concurrency=settings.push_concurrency)
+    concurrency = settings.push_concurrency
+    http = client or push_client(timeout=timeout, concurrency=concurrency)
+    pinned = pinned_client or push_client(
+        timeout=timeout, concurrency=concurrency, keep_alive=False
+    )
+    directory = tenants or TenantDirectory(
+        TenantStore(db), refresh_seconds=settings.tenant_refresh_seconds
+    )
+
+    async def open_tenant(tenant_id: str) -> bool:
+        # Asked per attempt: a tenant switched back to gateway (or disabled) stops reaching
+        # anything outside GATEWAY_ORIGINS within EDGE_TENANT_REFRESH_SECONDS.
+        record = await directory.get(tenant_id)
+        return record is not None and record.is_open
+
     sender = PushSender(
         key=key,
         jku=jku,
@@ -55,6 +76,10 @@ def create_deliverer(
         secrets=PushSecrets.from_settings(settings, key),
         client=http,
         timeout=timeout,
+        targets=settings.push_targets,
+        open_tenant=open_tenant,
+        pinned_client=pinned,
+        resolver=resolver,
     )
     return PushDeliverer(
         db=db,
@@ -69,4 +94,5 @@ def create_deliverer(
             listen=listen,
         ),
         client=http,
+        pinned_client=pinned,
     )

@@ -1,7 +1,11 @@
 """One delivery attempt: the signed POST to the gateway's push URL (CONTRACT §7).
 
-- Only allowlisted origins are contacted: the URL is re-checked against ``GATEWAY_ORIGINS``
-  at send time (the list may have shrunk since the config was stored).
+- A URL on ``GATEWAY_ORIGINS`` is contacted as given, re-checked at send time (the list may
+  have shrunk since the config was stored). Any other URL only for an ``open`` tenant (asked
+  at send time: the tenant may have changed profile since) and only past the SSRF rules:
+  its form again, then the name resolved once, every address checked, and the connection
+  made to the checked address (``app.push.targets``, ``app.push.pinning``), on a client that
+  keeps no connection alive (its pool keys on the address, not the name verified).
 - ``Authorization: Bearer <callback JWT>`` signed for this attempt (``kid``/``jku`` exactly the
   card's, ``aud`` = the push URL, ``exp = iat + 300``), or A2A §13.2
   ``Authorization: <scheme> <credentials>`` when the config carries authentication.
@@ -16,13 +20,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 
-from app.origins import OriginAllowlist, OriginError
+from app.origins import OriginAllowlist, OriginError, parse_url
+from app.push.pinning import PinnedRequest, ResolveFailed, Resolver, pin, system_resolver
 from app.push.policy import AttemptResult, Outcome, classify_status, status_error
 from app.push.store import ClaimedPush
+from app.push.targets import PushTargets, TargetRefused
 from app.security.keys import SigningKey
 from app.tasks.push_secrets import PushSecretError, PushSecrets
 
@@ -40,16 +47,26 @@ class _Refused(Exception):
     """A push that must not (or cannot) be sent; the message is safe text."""
 
 
-def push_client(*, timeout: float, concurrency: int) -> httpx.AsyncClient:
-    """The one shared client for pushes: no redirects, no proxies from the environment."""
+def push_client(*, timeout: float, concurrency: int, keep_alive: bool = True) -> httpx.AsyncClient:
+    """The one shared client for pushes: no redirects, no proxies from the environment.
+    ``keep_alive=False`` for pinned targets: a pooled connection is matched by address, so
+    it could carry a request for another name than the one its certificate was checked for."""
     return httpx.AsyncClient(
         follow_redirects=False,
         timeout=httpx.Timeout(timeout),
         limits=httpx.Limits(
-            max_connections=max(concurrency, 1) * 2, max_keepalive_connections=concurrency
+            max_connections=max(concurrency, 1) * 2,
+            max_keepalive_connections=concurrency if keep_alive else 0,
         ),
         trust_env=False,
     )
+
+
+OpenTenant = Callable[[str], Awaitable[bool]]
+
+
+async def _never_open(_tenant: str) -> bool:
+    return False
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:
@@ -66,6 +83,10 @@ class PushSender:
         secrets: PushSecrets,
         client: httpx.AsyncClient,
         timeout: float,
+        targets: PushTargets | None = None,
+        open_tenant: OpenTenant = _never_open,
+        pinned_client: httpx.AsyncClient | None = None,
+        resolver: Resolver = system_resolver,
     ) -> None:
         self._key = key
         self._jku = jku
@@ -73,6 +94,10 @@ class PushSender:
         self._secrets = secrets
         self._client = client
         self._timeout = timeout
+        self._targets = targets or PushTargets(allowlist)
+        self._open_tenant = open_tenant
+        self._pinned_client = pinned_client or client
+        self._resolver = resolver
 
     def headers(self, push: ClaimedPush) -> dict[str, str]:
         """The request headers for one attempt (a fresh callback JWT each call)."""
@@ -104,24 +129,65 @@ class PushSender:
             # CONTRACT §7: never push SUBMITTED or an update without a deterministic message
             # id; the gateway deduplicates on it. A writer bug must not reach the gateway.
             return AttemptResult(Outcome.PERMANENT, error="payload has no task message id")
+        route: PinnedRequest | None = None
         try:
-            # CONTRACT §7: never contact a target outside GATEWAY_ORIGINS, decided before I/O.
+            # CONTRACT §7: never contact a target outside GATEWAY_ORIGINS, decided before I/O
+            # (an open tenant's other targets only past the SSRF rules, ``_pinned``).
             self._allowlist.check_url(push.url, what="push url")
         except OriginError:
-            return AttemptResult(Outcome.PERMANENT, error="push url is not an allowed gateway")
+            pinned = await self._pinned(push)
+            if isinstance(pinned, AttemptResult):
+                return pinned
+            route = pinned
         try:
             headers = self.headers(push)
         except _Refused as exc:
             return AttemptResult(Outcome.PERMANENT, error=str(exc))
-        return await self._post(str(push.url), headers, encode_body(push.payload))
+        body = encode_body(push.payload)
+        if route is None:
+            return await self._post(str(push.url), headers, body)
+        return await self._post(
+            route.url, {**headers, **route.headers}, body, route.extensions, pinned=True
+        )
 
-    async def _post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
+    async def _pinned(self, push: ClaimedPush) -> PinnedRequest | AttemptResult:
+        """An open tenant's target outside GATEWAY_ORIGINS, past the SSRF rules, or why not.
+        Refusals are permanent (fail closed); a name that does not resolve is retried."""
+        if not await self._open_tenant(push.tenant):
+            return AttemptResult(Outcome.PERMANENT, error="push url is not an allowed gateway")
+        try:
+            parsed = parse_url(
+                push.url,
+                allow_loopback_http=self._allowlist.allow_loopback_http,
+                allow_any_http=self._targets.allow_private,
+            )
+            self._targets.check_open_form(parsed)
+            return await pin(parsed, self._targets, self._resolver)
+        except OriginError as exc:
+            return AttemptResult(Outcome.PERMANENT, error=f"push url is not acceptable: {exc}")
+        except TargetRefused as exc:
+            return AttemptResult(Outcome.PERMANENT, error=str(exc))
+        except ResolveFailed as exc:
+            return AttemptResult(Outcome.RETRYABLE, error=str(exc))
+
+    async def _post(
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        extensions: dict[str, str] | None = None,
+        *,
+        pinned: bool = False,
+    ) -> AttemptResult:
         status: int | None = None
         retry_after: str | None = None
         failure: AttemptResult | None = None
         try:
             async with asyncio.timeout(self._timeout):
-                async with self._client.stream("POST", url, content=body, headers=headers) as resp:
+                client = self._pinned_client if pinned else self._client
+                async with client.stream(
+                    "POST", url, content=body, headers=headers, extensions=extensions
+                ) as resp:
                     status = resp.status_code
                     retry_after = resp.headers.get("retry-after")
                     await _drain(resp)

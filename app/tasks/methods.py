@@ -75,7 +75,8 @@ class TaskMethods:
         history = settings.default_history_length
         self._queries = TaskQueries(services.db, default_history_length=history)
         self._canceller = TaskCanceller(services.db, default_history_length=history)
-        self._push_configs = PushConfigService(services.db, self._allowlist, secrets)
+        self._targets = settings.push_targets
+        self._push_configs = PushConfigService(services.db, self._targets, secrets)
 
     def table(self) -> MethodTable:
         return {
@@ -90,7 +91,9 @@ class TaskMethods:
         }
 
     async def send_message(self, call: RpcCall) -> Any:
-        request = parse_send_message(call.params, tenant=call.tenant, allowlist=self._allowlist)
+        request = parse_send_message(
+            call.params, tenant=call.tenant, allowlist=self._allowlist, targets=self._targets
+        )
         accepted = await self._acceptor.accept(
             call.scope,
             request,
@@ -147,7 +150,7 @@ class TaskMethods:
     async def create_push_config(self, call: RpcCall) -> Any:
         request = parse_params(call.params, TaskPushNotificationConfig)
         _required(request.task_id, "taskId")
-        return await self._push_configs.create(call.scope, request)
+        return await self._push_configs.create(call.scope, request, open_tenant=call.tenant.is_open)
 
     async def get_push_config(self, call: RpcCall) -> Any:
         request = parse_params(call.params, GetTaskPushNotificationConfigRequest)

@@ -1,9 +1,11 @@
 """Push-notification configs: validation, durable scoped storage and the CRUD methods
 (CONTRACT §5 "Push-config CRUD", §7).
 
-* The url must parse strictly and its origin must be one of ``GATEWAY_ORIGINS``: pushes only
-  ever go back to a trusted gateway (CONTRACT §5, §7 "push targets outside GATEWAY_ORIGINS are
-  never contacted"). Stored exactly as given (CONTRACT §7 "POST to the config's url exactly").
+* The url must parse strictly and its origin must be one of ``GATEWAY_ORIGINS``: a gateway
+  tenant's pushes only ever go back to a trusted gateway (CONTRACT §5, §7 "push targets
+  outside GATEWAY_ORIGINS are never contacted"). An open tenant's may name any URL that passes
+  the SSRF form rules (issue 49, ``app.push.targets``). Stored exactly as given (CONTRACT §7
+  "POST to the config's url exactly").
 * The token and the A2A §13.2 credentials are encrypted at rest (``push_secrets``) and never
   returned: answers carry ``url``, ``id``, ``taskId`` and ``authentication.scheme`` only.
 * Every operation first finds the task in the caller scope: another caller's task is
@@ -22,7 +24,8 @@ from a2a.types import TaskPushNotificationConfig
 from app.db.engine import Database
 from app.db.push_configs import PushConfigView, SealedPush
 from app.errors import InvalidParams, TaskNotFound
-from app.origins import OriginAllowlist, OriginError, parse_url
+from app.origins import OriginError, parse_url
+from app.push.targets import PushTargets
 from app.security.caller import CallerScope
 from app.tasks.push_secrets import PushSecrets
 from app.text import is_clean, shown
@@ -75,26 +78,16 @@ def validate_push_config(
     config: TaskPushNotificationConfig,
     *,
     prefix: str,
-    allowlist: OriginAllowlist,
+    targets: PushTargets,
     require_token: bool,
+    open_tenant: bool = False,
 ) -> PushConfigInput:
     """CONTRACT §5: missing or bad fields are ``-32602`` naming the field (REFERENCE 44-46)."""
     if not config.url:
         raise InvalidParams(f"{prefix}.url is required", reason="push_config_required")
     if require_token and not config.token:
         raise InvalidParams(f"{prefix}.token is required", reason="push_token_required")
-    try:
-        parsed = parse_url(config.url, allow_loopback_http=allowlist.allow_loopback_http)
-    except OriginError as exc:
-        raise InvalidParams(
-            f"{prefix}.url is not a valid URL ({exc})", reason="invalid_push_url"
-        ) from None
-    # One parse serves both checks (it was parsed twice per accept, 8-11 us each).
-    if not allowlist.allows(parsed):
-        raise InvalidParams(
-            f"{prefix}.url origin is not in the allowed gateway origins (GATEWAY_ORIGINS)",
-            reason="push_url_not_allowed",
-        )
+    _check_url(config.url, prefix=prefix, targets=targets, open_tenant=open_tenant)
     if config.id and not _ID_RE.fullmatch(config.id):
         raise InvalidParams(
             f"{prefix}.id must be 1-{MAX_CONFIG_ID} printable characters without spaces",
@@ -121,6 +114,37 @@ def validate_push_config(
         auth_scheme=scheme,
         auth_credentials=credentials,
     )
+
+
+def _check_url(url: str, *, prefix: str, targets: PushTargets, open_tenant: bool) -> None:
+    """A gateway tenant's push URL must be on ``GATEWAY_ORIGINS`` (CONTRACT §5); an open
+    tenant's may be any URL that passes the SSRF form rules (``app.push.targets``; the
+    addresses are checked again at delivery). Messages name the rule, never the URL."""
+    allowlist = targets.allowlist
+    try:
+        parsed = parse_url(
+            url,
+            allow_loopback_http=allowlist.allow_loopback_http,
+            allow_any_http=open_tenant and targets.allow_private,
+        )
+    except OriginError as exc:
+        raise InvalidParams(
+            f"{prefix}.url is not a valid URL ({exc})", reason="invalid_push_url"
+        ) from None
+    # One parse serves both checks (it was parsed twice per accept, 8-11 us each).
+    if allowlist.allows(parsed):
+        return
+    if not open_tenant:
+        raise InvalidParams(
+            f"{prefix}.url origin is not in the allowed gateway origins (GATEWAY_ORIGINS)",
+            reason="push_url_not_allowed",
+        )
+    try:
+        targets.check_open_form(parsed)
+    except OriginError as exc:
+        raise InvalidParams(
+            f"{prefix}.url is not an allowed push target ({exc})", reason="push_url_not_allowed"
+        ) from None
 
 
 def seal(config: PushConfigInput, secrets: PushSecrets) -> SealedPush:
@@ -152,16 +176,20 @@ def public_config(config: PushConfigView) -> dict[str, Any]:
 class PushConfigService:
     """The four push-config methods, scoped to the caller (the store finds the task first)."""
 
-    def __init__(self, db: Database, allowlist: OriginAllowlist, secrets: PushSecrets) -> None:
+    def __init__(self, db: Database, targets: PushTargets, secrets: PushSecrets) -> None:
         self._store = db.storage.push_configs
-        self._allowlist = allowlist
+        self._targets = targets
         self._secrets = secrets
 
     async def create(
-        self, scope: CallerScope, config: TaskPushNotificationConfig
+        self, scope: CallerScope, config: TaskPushNotificationConfig, *, open_tenant: bool = False
     ) -> dict[str, Any]:
         checked = validate_push_config(
-            config, prefix="params", allowlist=self._allowlist, require_token=False
+            config,
+            prefix="params",
+            targets=self._targets,
+            require_token=False,
+            open_tenant=open_tenant,
         )
         stored = await self._store.put(scope, config.task_id, seal(checked, self._secrets))
         return public_config(stored)

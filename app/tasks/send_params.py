@@ -18,6 +18,7 @@ from google.protobuf import json_format
 
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginAllowlist
+from app.push.targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
 from app.tasks.wire import parse_params, to_json
 from app.tenants.registry import TenantRecord
@@ -83,7 +84,11 @@ def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -
 
 
 def parse_send_message(
-    params: Mapping[str, Any], *, tenant: TenantRecord, allowlist: OriginAllowlist
+    params: Mapping[str, Any],
+    *,
+    tenant: TenantRecord,
+    allowlist: OriginAllowlist,
+    targets: PushTargets | None = None,
 ) -> SendRequest:
     raw_message = _object(params.get("message"), "message")
     raw_config = _object(params.get("configuration"), "configuration")
@@ -98,8 +103,9 @@ def parse_send_message(
         push = validate_push_config(
             configuration.task_push_notification_config,
             prefix=PUSH_PREFIX,
-            allowlist=allowlist,
+            targets=targets or PushTargets(allowlist),
             require_token=tenant.require_push_config,
+            open_tenant=tenant.is_open,
         )
 
     _check_message(request, raw_message)
