@@ -5,7 +5,9 @@
   wake-up (``app.db.signals``: accept's in-process wake-up, the ``LISTEN`` connection on
   PostgreSQL, a finished drain) or ``poll_seconds`` (the fallback that also works through
   PgBouncer and picks up retries whose backoff has passed).
-- Drain: the identity's turns one at a time in ``turns.id`` order while the lease is held.
+- Drain: the identity's head turn (its lowest unfinished ``turns.id``), then the lease is
+  released: one turn per claim, so a free slot always goes to whoever the claim ranks first
+  (``app.db.mailbox``: fair shares between tenants, round robin between identities).
 - Lease keeper: heartbeats and cancel checks (``app.worker.keeper``).
 - Retention: ``app.tasks.retention.purge_expired`` about every hour (CONTRACT §6).
 
@@ -34,7 +36,7 @@ from app.tasks.states import TURN_DEAD
 from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
 from app.worker.lease import Lease, release
-from app.worker.runner import TurnRunner, Verdict, backoff_seconds
+from app.worker.runner import TurnRunner, backoff_seconds
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
@@ -167,29 +169,21 @@ class TurnWorker:
     # --- draining ---------------------------------------------------------------------------
 
     async def _drain(self, holding: Holding, head: mailbox.QueuedTurn | None) -> None:
-        """``head``: the identity's head turn as the claim read it (``claim_with_heads``)."""
+        """Run the identity's head turn (``head``, as the claim read it), then give the slot
+        back: release the lease, which records the identity as just served.
+
+        One turn per lease, whether or not other identities wait (issue 47, row 3). Who runs
+        next is decided in one place, the claim (``app.db.mailbox``: tenants with the fewest
+        leases first, then the identity that has waited longest since it was last served),
+        for every process at once; a drain that went on "while nobody waits" would have to
+        ask the database that same question after each turn, and would still be blind to a
+        newcomer accepted a moment later. The cost is a claim and a release per turn of an
+        identity with a backlog; when no other identity waits, the freed slot's wake-up
+        (``_drain_done``) makes this worker claim the same identity again at once."""
         lease = holding.lease
         try:
-            turn = head
-            while turn is not None and not self._stopping and not holding.lost:
-                watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
-                holding.watch = watch
-                try:
-                    step = await self.runner.run(lease, turn, watch)
-                except Exception as exc:
-                    log.error(
-                        "turn.internal_error",
-                        extra={"turn_id": turn.id, "outcome": type(exc).__name__},
-                    )
-                    await self._park(lease, turn)
-                    break
-                finally:
-                    holding.watch = None
-                    holding.lost = holding.lost or watch.lost
-                if step.verdict is Verdict.STOP:
-                    break
-                # Read by the statement that settled the turn (``mailbox.settle_and_head``).
-                turn = step.next_turn
+            if head is not None and not self._stopping and not holding.lost:
+                await self._run_one(holding, head)
         except Exception as exc:
             log.warning("worker.drain_failed", extra={"outcome": type(exc).__name__})
         finally:
@@ -197,6 +191,25 @@ class TurnWorker:
             if not holding.lost:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(release(self.db, lease))
+
+    async def _run_one(self, holding: Holding, turn: mailbox.QueuedTurn) -> None:
+        """One turn under the watch the keeper's cancel checks reach; a fault parks it."""
+        lease = holding.lease
+        watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
+        holding.watch = watch
+        try:
+            # The runner's verdict and the next head it read no longer matter here: the
+            # identity's next turn waits for the next claim.
+            await self.runner.run(lease, turn, watch)
+        except Exception as exc:
+            log.error(
+                "turn.internal_error",
+                extra={"turn_id": turn.id, "outcome": type(exc).__name__},
+            )
+            await self._park(lease, turn)
+        finally:
+            holding.watch = None
+            holding.lost = holding.lost or watch.lost
 
     async def _park(self, lease: Lease, turn: mailbox.QueuedTurn) -> None:
         """An unexpected error (a bug or the database): back off and run the turn again. Its

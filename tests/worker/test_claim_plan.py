@@ -122,6 +122,63 @@ async def test_the_claim_and_the_head_read_walk_the_unfinished_turns_only(
         await conn.close()
 
 
+IDLE_ACTORS = 20_000  # identities seen once, nothing queued: the claim must not read them
+_SEED_IDLE_PG = f"""
+INSERT INTO actors (tenant, identity, fence, updated_at)
+SELECT 'idle', 'i' || g, 1, now() FROM generate_series(1, {IDLE_ACTORS}) g;
+UPDATE actors SET lease_owner = 'other', lease_until = now() + interval '1 hour'
+ WHERE tenant = 'demo' AND identity IN ('u1', 'u2', 'u3');
+"""
+
+
+def _actor_reads(nodes: list[dict[str, Any]]) -> dict[str, float]:
+    """Rows each plan node reading ``actors`` saw (returned plus filtered out, all loops)."""
+    reads: dict[str, float] = {}
+    for n in nodes:
+        if n.get("Relation Name") != "actors" or n["Node Type"] == "ModifyTable":
+            continue
+        name = f"{n['Node Type']} {n.get('Index Name') or ''} {n.get('Alias')}"
+        seen = n["Actual Rows"] + n.get("Rows Removed by Filter", 0)
+        reads[name] = reads.get(name, 0) + seen * n["Actual Loops"]
+    return reads
+
+
+@pytest.mark.postgres
+async def test_the_fair_claim_reads_the_waiting_identities_not_every_actor(
+    pg_database: Database,
+) -> None:
+    """The fair claim (tenants' live leases, last-served order) reads one index entry of
+    ``turns`` per waiting identity, those identities' actors by key and the live leases:
+    never the identities that have nothing queued."""
+    conn = await asyncpg.connect(**pg_database._read_connect_args())
+    try:
+        await conn.execute(_SEED_PG + _SEED_IDLE_PG)
+        for analyzed in (False, True):
+            if analyzed:
+                await conn.execute("ANALYZE turns; ANALYZE actors; DEALLOCATE claim")
+            await conn.execute(
+                "PREPARE claim(text, float8, int) AS " + pg_mailbox._CLAIM_WITH_HEADS_SQL
+            )
+            txn = conn.transaction()
+            await txn.start()
+            try:
+                doc = await conn.fetchval(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('p', 30.0, 8)"
+                )
+            finally:
+                await txn.rollback()
+            nodes = plan_nodes(json.loads(doc)[0]["Plan"])
+            actors = _actor_reads(nodes)
+            # 17 waiting free identities, 3 live leases: a few reads each, not 20,100 rows.
+            assert sum(actors.values()) < 500, actors
+            assert not any(name.startswith("Seq Scan") for name in actors), actors
+            turns = _turn_reads(nodes)
+            assert sum(turns.values()) < 200, turns  # one head entry per waiting identity
+            assert not any(name.startswith("Seq Scan") for name in turns), turns
+    finally:
+        await conn.close()
+
+
 def test_the_orm_claim_and_head_read_use_the_partial_index_on_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "edge.db"
     url = f"sqlite+aiosqlite:///{path}"

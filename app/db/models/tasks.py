@@ -123,6 +123,9 @@ class ActorRow(Base):
     updated_at: Mapped[datetime] = mapped_column(
         Timestamp, nullable=False, server_default=func.now()
     )
+    # When the identity last gave its worker slot back (after a turn); NULL: never served.
+    # The claim serves the longest-waiting identity first (``app.db.mailbox``).
+    last_served_at: Mapped[datetime | None] = mapped_column(Timestamp, nullable=True)
 
 
 class SessionRow(Base):

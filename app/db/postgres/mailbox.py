@@ -37,38 +37,69 @@ from app.security.caller import CallerScope
 LOCK_IDLE_LIMIT_MS = 5000
 LOCKING_SQL = f"SET LOCAL idle_in_transaction_session_timeout = {LOCK_IDLE_LIMIT_MS}"
 
-# The same claim as one hand-written statement for the statement pool (PostgreSQL): through
-# the ORM it cost a ``SET LOCAL`` round trip and far more worker CPU per wake-up.
-# $1 owner, $2 lease seconds, $3 limit; the unfinished statuses are text,
-# so that the search walks ``ix_turns_unfinished`` (``states.UNFINISHED_TURNS_SQL``).
-# (``_CLAIM_WITH_HEADS_SQL`` wraps it to read each claimed identity's head turn too.)
-CLAIM_SQL = f"""
+# The claim as one hand-written statement for the statement pool (PostgreSQL): through the
+# ORM it cost a ``SET LOCAL`` round trip and far more worker CPU per wake-up.
+# $1 owner, $2 lease seconds, $3 limit. Which identities it takes is the rule of
+# ``app.db.mailbox`` (tenants holding the fewest leases first, then the identity that has
+# waited longest since it was last served); the rows it reads are bounded by the work in
+# flight, never by the history kept:
+# - ``waiting``: one entry of ``ix_turns_unfinished`` per identity with unfinished turns (a
+#   skip scan: each step seeks past the previous identity), and that entry is the identity's
+#   head turn (its lowest id), so whether the head is due is read on the way. The unfinished
+#   statuses are text, so that even a generic plan walks the partial index
+#   (``states.UNFINISHED_TURNS_SQL``);
+# - ``live``: the unexpired leases per tenant, through ``ix_actors_lease_until``;
+# - ``ranked``: each waiting identity's actor by primary key; its ``share`` is its tenant's
+#   live leases plus its rank among that tenant's waiting identities, so a claim of several
+#   slots hands them out one tenant after another rather than all to the first tenant;
+# - the ``UPDATE``: the best-ranked free actors, locked ``SKIP LOCKED`` in that order (rows
+#   another claimer holds are passed over, never waited for), re-checked as still free.
+_CLAIM_CTES_SQL = f"""
+WITH RECURSIVE waiting AS (
+    (SELECT tenant, identity, not_before FROM turns
+      WHERE status IN {UNFINISHED_TURNS_SQL}
+      ORDER BY tenant, identity, id LIMIT 1)
+    UNION ALL
+    SELECT n.tenant, n.identity, n.not_before
+      FROM waiting w, LATERAL (
+        SELECT t.tenant, t.identity, t.not_before FROM turns t
+         WHERE t.status IN {UNFINISHED_TURNS_SQL}
+           AND (t.tenant, t.identity) > (w.tenant, w.identity)
+         ORDER BY t.tenant, t.identity, t.id LIMIT 1) n
+), live AS (
+    SELECT tenant, count(*) AS leases FROM actors WHERE lease_until > now() GROUP BY tenant
+), ranked AS (
+    SELECT w.tenant, w.identity, c.last_served_at,
+           coalesce(l.leases, 0) + row_number() OVER (
+               PARTITION BY w.tenant ORDER BY c.last_served_at NULLS FIRST, w.identity) AS share
+      FROM waiting w
+      JOIN actors c ON c.tenant = w.tenant AND c.identity = w.identity
+      LEFT JOIN live l ON l.tenant = w.tenant
+     WHERE (w.not_before IS NULL OR w.not_before <= now())
+       AND (c.lease_until IS NULL OR c.lease_until <= now())
+)"""  # noqa: S608 (constant fragments only)
+
+_CLAIM_UPDATE_SQL = """
 UPDATE actors a
    SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::float8),
        fence = a.fence + 1, updated_at = now()
  WHERE (a.tenant, a.identity) IN (
          SELECT c.tenant, c.identity
            FROM actors c
+           JOIN ranked r ON r.tenant = c.tenant AND r.identity = c.identity
           WHERE (c.lease_until IS NULL OR c.lease_until <= now())
-            AND EXISTS (
-                  SELECT 1 FROM turns h
-                   WHERE h.tenant = c.tenant AND h.identity = c.identity
-                     AND h.status IN {UNFINISHED_TURNS_SQL}
-                     AND (h.not_before IS NULL OR h.not_before <= now())
-                     AND NOT EXISTS (
-                           SELECT 1 FROM turns e
-                            WHERE e.tenant = h.tenant AND e.identity = h.identity
-                              AND e.status IN {UNFINISHED_TURNS_SQL} AND e.id < h.id))
-          ORDER BY c.updated_at, c.tenant, c.identity
+          ORDER BY r.share, r.last_served_at NULLS FIRST, c.tenant, c.identity
           LIMIT $3
           FOR UPDATE OF c SKIP LOCKED)
    AND (a.lease_until IS NULL OR a.lease_until <= now())
 RETURNING a.tenant, a.identity, a.fence
-"""  # noqa: S608 (constant fragments only)
+"""
+
+CLAIM_SQL = _CLAIM_CTES_SQL + _CLAIM_UPDATE_SQL
 
 
 _RELEASE_SQL = """
-UPDATE actors SET lease_owner = NULL, lease_until = NULL
+UPDATE actors SET lease_owner = NULL, lease_until = NULL, last_served_at = now()
  WHERE tenant = $1 AND identity = $2 AND fence = $3 AND lease_owner = $4
 RETURNING 1
 """
@@ -133,8 +164,9 @@ SELECT (SELECT count(*) FROM settled) AS applied, """
 # due; a holder that lost its lease before that snapshot cannot write after it (its fence
 # requires an unexpired lease, and the lease had expired).
 _CLAIM_WITH_HEADS_SQL = (
-    "WITH claimed AS ("  # noqa: S608 (constant fragments only)
-    + CLAIM_SQL
+    _CLAIM_CTES_SQL  # noqa: S608 (constant fragments only)
+    + ", claimed AS ("
+    + _CLAIM_UPDATE_SQL
     + ") SELECT c.tenant, c.identity, c.fence, "
     + HEAD_COLUMNS_SQL
     + " FROM claimed c"

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select, text, tuple_, update
+from sqlalchemy import ColumnElement, Select, and_, exists, func, or_, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -95,17 +95,49 @@ class SharedMailbox:
     def _lease_free(self) -> ColumnElement[bool]:
         return or_(ActorRow.lease_until.is_(None), ActorRow.lease_until <= self._clock.now())
 
+    def _candidates(self, limit: int) -> Select[tuple[str, str]]:
+        """The free actors with a due head in claim order (``app.db.mailbox``): tenants holding
+        the fewest leases first, then the identity that has waited longest since it was last
+        served. ``share`` is the tenant's live leases plus the identity's rank among its
+        tenant's candidates, so the slots of one claim go to one tenant after another. The
+        claim of SQLite (one writer at a time, nothing to skip); PostgreSQL's is
+        ``app.db.postgres.mailbox.CLAIM_SQL``."""
+        live = (
+            select(ActorRow.tenant.label("tenant"), func.count().label("leases"))
+            .where(ActorRow.lease_until > self._clock.now())
+            .group_by(ActorRow.tenant)
+            .subquery("live")
+        )
+        served = ActorRow.last_served_at.asc().nulls_first()
+        rank = func.row_number().over(
+            partition_by=ActorRow.tenant, order_by=(served, ActorRow.identity)
+        )
+        ranked = (
+            select(
+                ActorRow.tenant,
+                ActorRow.identity,
+                ActorRow.last_served_at,
+                (func.coalesce(live.c.leases, 0) + rank).label("share"),
+            )
+            .outerjoin(live, live.c.tenant == ActorRow.tenant)
+            .where(self._lease_free(), self._head_is_due())
+            .subquery("ranked")
+        )
+        return (
+            select(ranked.c.tenant, ranked.c.identity)
+            .order_by(
+                ranked.c.share,
+                ranked.c.last_served_at.asc().nulls_first(),
+                ranked.c.tenant,
+                ranked.c.identity,
+            )
+            .limit(limit)
+        )
+
     async def claim(self, *, owner: str, limit: int, lease_seconds: float) -> list[Lease]:
         if limit <= 0:
             return []
-        candidates = (
-            select(ActorRow.tenant, ActorRow.identity)
-            .where(self._lease_free(), self._head_is_due())
-            # Least recently claimed first: a busy identity cannot starve the others.
-            .order_by(ActorRow.updated_at, ActorRow.tenant, ActorRow.identity)
-            .limit(limit)
-            .with_for_update(skip_locked=True, of=ActorRow)
-        )
+        candidates = self._candidates(limit)
         stmt = (
             update(ActorRow)
             .where(tuple_(ActorRow.tenant, ActorRow.identity).in_(candidates), self._lease_free())
@@ -155,7 +187,7 @@ class SharedMailbox:
             result = await s.execute(
                 update(ActorRow)
                 .where(_held(lease))
-                .values(lease_owner=None, lease_until=None)
+                .values(lease_owner=None, lease_until=None, last_served_at=self._clock.now())
                 .execution_options(synchronize_session=False)
             )
         return bool(getattr(result, "rowcount", 0))
