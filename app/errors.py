@@ -8,7 +8,8 @@ translated into this tree at the boundary where they occur.
 Two families:
 
 * HTTP-level refusals (``Unauthorized`` 401, ``BadRequest`` 400, ``PayloadTooLarge`` 413),
-  answered as ``text/plain`` before the JSON-RPC envelope is trusted (CONTRACT §3).
+  answered as ``text/plain`` before the JSON-RPC envelope is trusted (CONTRACT §3), and
+  ``TooManyRequests`` 429, a transport-level "later" the gateway retries.
 * ``RpcError`` subclasses, answered as JSON-RPC 2.0 errors at HTTP 200 with the A2A code table
   and a ``google.rpc.ErrorInfo`` entry (A2A §9.5, CONTRACT §3 last paragraph).
 """
@@ -67,6 +68,20 @@ class PayloadTooLarge(HttpRefusal):
     status_code = 413
     prefix = "payload too large"
     default_reason = "body_too_large"
+
+
+class TooManyRequests(HttpRefusal):
+    """429 with ``Retry-After`` (RFC 6585 §4, RFC 9110 §10.2.3): a refusal for now, not for
+    good. The gateway retries a non-2xx answer whose body is not a JSON-RPC error, and takes
+    any JSON-RPC error but -32603 as final (research/looping-gateway.md §2)."""
+
+    status_code = 429
+    prefix = "too many requests"
+    default_reason = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after_seconds: int, reason: str | None = None):
+        super().__init__(message, reason=reason)
+        self.retry_after_seconds = retry_after_seconds
 
 
 # --- JSON-RPC errors (A2A code table) ------------------------------------------------------

@@ -105,6 +105,10 @@ class Settings(BaseSettings):
     turn_timeout_seconds: float = Field(default=600.0, gt=0)
     failure_text: str = "The agent could not complete this turn. Please try again."
     blocking_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    # An identity's unfinished new-task turns (queued or running); past it SendMessage for a
+    # new task answers 429 with Retry-After (continuations never count). 0: no bound.
+    max_queued_turns_per_identity: int = Field(default=32, ge=0, le=100_000)
+    queue_full_retry_after_seconds: int = Field(default=10, ge=1, le=3600)
     task_retention_days: float = Field(default=30.0, gt=0, le=36500)
     default_history_length: int = Field(default=50, ge=0, le=1000)
 

@@ -56,6 +56,9 @@ def _start_servers(
                 workers=workers,
                 background=False,
                 wait=False,
+                # No worker runs the accepted turns: with the default bound every identity's
+                # queue would be full within a second and the rest would be 429s.
+                EDGE_MAX_QUEUED_TURNS_PER_IDENTITY="0",
             )
         )
     )

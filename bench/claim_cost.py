@@ -22,7 +22,7 @@ import asyncpg
 from asyncpg.prepared_stmt import PreparedStatement
 
 from app.db.engine import Database
-from app.worker.mailbox import _CLAIM_WITH_HEADS_SQL as CLAIM_WITH_HEADS_SQL
+from app.db.postgres.mailbox import _CLAIM_WITH_HEADS_SQL as CLAIM_WITH_HEADS_SQL
 from bench import pg
 from bench.config import HOT_IDENTITIES
 from bench.seed import FILLERS, HOT_SET

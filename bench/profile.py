@@ -64,6 +64,8 @@ def main() -> int:
         tokens = ctx.edge_tokens(hot_identities())
         pool = ctx.pool_file("profile", tokens, _bodies(args.target, tokens, gateway))
         background = args.target != "accept"
+        if not background:  # no worker runs the turns: no bound on the queues (bench/b3_accept)
+            extra.setdefault("EDGE_MAX_QUEUED_TURNS_PER_IDENTITY", "0")
         with ctx.running(
             ctx.edge.serve("edge-profile", db, run_dir, background=background, **extra)
         ) as proc:

@@ -7,6 +7,13 @@ accept (``app.db.postgres.accepts``). Idempotency rests on ``UNIQUE (tenant, ide
 message_id)`` of ``turns``: the turn is inserted first with ``ON CONFLICT DO NOTHING``; no row
 back means a retry (or a concurrent twin) already won, and the answer is *its* task.
 
+A new task's turn may be refused when its identity already has ``queued_limit`` unfinished
+new-task turns (``QueueFull``; issue 47, row 3): the count covers ``start`` turns only, so
+continuations (``resume``) never count and are never refused, and it is taken after the
+idempotency decision, so a retry of an accepted message always gets its task. SQLite runs one
+writer at a time, so its count is exact; PostgreSQL's exactness is described in
+``app.db.postgres.accepts``.
+
 A created turn wakes a worker: this process's after the commit, the others by ``NOTIFY``
 inside the unit of work when none of ours has a free slot (``app.db.signals``).
 """
@@ -50,6 +57,14 @@ class Accepted:
     created: bool  # False: an earlier identical message already holds this turn
 
 
+class QueueFull(Exception):
+    """The identity already has ``limit`` unfinished new-task turns: nothing was written."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} unfinished new-task turns")
+        self.limit = limit
+
+
 # Why a continuation is refused, from the task's id and its state.
 Refusal = Callable[[str, str], Exception]
 
@@ -63,10 +78,13 @@ class AcceptStore(Protocol):
         task_id: str,
         context_id: str,
         submission: Submission,
+        queued_limit: int | None = None,
     ) -> Accepted:
         """A new task ``task_id`` with its first turn, history message, push config and actor
         row; or, when the key is taken, the task of the message that took it
-        (``InvalidParams`` if that message's content differs)."""
+        (``InvalidParams`` if that message's content differs). With ``queued_limit``,
+        ``QueueFull`` (nothing written) when the identity's unfinished ``start`` turns would
+        exceed it."""
         ...
 
     async def resume(

@@ -19,7 +19,7 @@ from app.db.accepts import AcceptStore
 from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
 from app.db.mailbox import MailboxStore
-from app.db.postgres.accepts import PostgresAccepts
+from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
 from app.db.postgres.sessions import PostgresSessions
@@ -102,7 +102,9 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         db=db,
         shares_across_processes=True,
         signals=signals,
-        accepts=PostgresAccepts(pool, SharedAccepts(db), signals.turns),
+        accepts=PostgresAccepts(
+            pool, SharedAccepts(db, identity_lock=IDENTITY_LOCK_SQL), signals.turns
+        ),
         mailbox=PostgresMailbox(pool, shared_mailbox),
         push_configs=SharedPushConfigs(db),
         push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),

@@ -25,6 +25,7 @@ from app.errors import (
     InvalidParams,
     MethodNotFound,
     RpcError,
+    TooManyRequests,
     Unauthorized,
     VersionNotSupported,
 )
@@ -232,6 +233,8 @@ def _refusal(refusal: HttpRefusal) -> RpcOutcome:
     if isinstance(refusal, Unauthorized):
         # RFC 6750 §3: the challenge names the error; the body carries the stable reason.
         headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+    elif isinstance(refusal, TooManyRequests):
+        headers["Retry-After"] = str(refusal.retry_after_seconds)
     return RpcOutcome(
         refusal.status_code,
         refusal.body.encode(),

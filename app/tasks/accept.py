@@ -16,6 +16,13 @@ its next model call. The task is moved back to ``SUBMITTED`` by a
 compare-and-set in the same unit of work that queues the ``resume`` turn, so two answers racing
 for one question cannot both resume it, and the accept answer is ``SUBMITTED`` as for a new task.
 
+A new task is refused with HTTP 429 and ``Retry-After`` (``TooManyRequests``: a transport-level
+"later" the gateway retries, where a JSON-RPC error would be final for it) while its identity
+already has ``EDGE_MAX_QUEUED_TURNS_PER_IDENTITY`` unfinished new-task turns (issue 47, row 3):
+one identity cannot queue without bound while the workers serve everyone in turn. The store
+counts after the idempotency decision, so a retry of an accepted message still gets its task;
+continuations are never counted nor refused (a question's answer must always get through).
+
 With the tenant setting ``dedupe_message_ids`` off, the turn's key is the message id plus a
 random suffix: every message starts a new turn (some test clients reuse message ids).
 """
@@ -29,12 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.agents.hitl_wire import answer_part, pending_request_id
-from app.db.accepts import Accepted, NewTurn, Submission
+from app.db.accepts import Accepted, NewTurn, QueueFull, Submission
 from app.db.documents import RawJson
 from app.db.engine import Database
 from app.db.push_configs import SealedPush
-from app.errors import UnsupportedOperation
+from app.errors import TooManyRequests, UnsupportedOperation
 from app.security.caller import CallerScope
+from app.settings import Settings
 from app.tasks import states
 from app.tasks.push_configs import PushConfigInput, seal
 from app.tasks.push_secrets import PushSecrets
@@ -48,16 +56,34 @@ __all__ = ["Accepted", "Acceptor"]
 
 
 @dataclass(frozen=True)
+class QueueBound:
+    """At most ``turns`` unfinished new-task turns per identity (None: no bound); a refusal
+    asks the client to come back after ``retry_after_seconds``."""
+
+    turns: int | None
+    retry_after_seconds: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QueueBound:
+        limit = settings.max_queued_turns_per_identity
+        return cls(limit or None, settings.queue_full_retry_after_seconds)
+
+
+UNBOUNDED = QueueBound(None, 1)
+
+
+@dataclass(frozen=True)
 class _TurnSpec:
     dedupe: bool
     identity: dict[str, Any]
 
 
 class Acceptor:
-    def __init__(self, db: Database, secrets: PushSecrets) -> None:
+    def __init__(self, db: Database, secrets: PushSecrets, bound: QueueBound = UNBOUNDED) -> None:
         self._store = db.storage.accepts
         self._reads = db.storage.task_reads
         self._secrets = secrets
+        self._bound = bound
 
     async def accept(
         self,
@@ -77,14 +103,7 @@ class Acceptor:
         # Continuation (``message.taskId``) and a new task are both SUBMITTED once accepted.
         submission = Submission(states.SUBMITTED, status_doc(states.SUBMITTED, now), now)
         if request.task_id is None:
-            task_id = str(uuid.uuid4())
-            return await self._store.start(
-                scope,
-                self._turn(request, task_id, spec),
-                task_id=task_id,
-                context_id=request.context_id or str(uuid.uuid4()),
-                submission=submission,
-            )
+            return await self._start(scope, request, spec, submission)
         answer = answer_part(request.message)
         if answer is not None:
             await self._check_pending(scope, request.task_id, answer)
@@ -111,6 +130,26 @@ class Acceptor:
             submission=submission,
             refuse=_not_resumable,
         )
+
+    async def _start(
+        self, scope: CallerScope, request: SendRequest, spec: _TurnSpec, submission: Submission
+    ) -> Accepted:
+        task_id = str(uuid.uuid4())
+        try:
+            return await self._store.start(
+                scope,
+                self._turn(request, task_id, spec),
+                task_id=task_id,
+                context_id=request.context_id or str(uuid.uuid4()),
+                submission=submission,
+                queued_limit=self._bound.turns,
+            )
+        except QueueFull as full:
+            raise TooManyRequests(
+                f"{full.limit} turns of this caller are still waiting; retry later",
+                retry_after_seconds=self._bound.retry_after_seconds,
+                reason="identity_queue_full",
+            ) from None
 
     async def _check_pending(
         self, scope: CallerScope, task_id: str, answer: Mapping[str, Any]

@@ -22,7 +22,7 @@ from a2a.types import (
 from app.db.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
 from app.errors import InvalidParams
 from app.rpc.context import MethodTable, RpcCall
-from app.tasks.accept import Acceptor
+from app.tasks.accept import Acceptor, QueueBound
 from app.tasks.blocking import wait_settled
 from app.tasks.cancel import TaskCanceller
 from app.tasks.push_configs import PushConfigService
@@ -71,7 +71,7 @@ class TaskMethods:
         self._allowlist = settings.allowlist
         self._blocking_seconds = settings.blocking_timeout_seconds
         secrets = PushSecrets.from_settings(settings, services.key)
-        self._acceptor = Acceptor(services.db, secrets)
+        self._acceptor = Acceptor(services.db, secrets, QueueBound.from_settings(settings))
         history = settings.default_history_length
         self._queries = TaskQueries(services.db, default_history_length=history)
         self._canceller = TaskCanceller(services.db, default_history_length=history)

@@ -17,33 +17,74 @@ task. The new task's first history message is ``seq = 1`` (the task id is fresh,
 so there is nothing to count), and its push config is a plain insert for the same reason.
 ``pg_notify`` runs only when the turn row came back and a channel is given (not when this
 process's own worker takes the turn: ``app.db.signals``), and Postgres delivers it at commit.
+
+The bound on an identity's unfinished new-task turns (``queued_limit``) is checked in the same
+statement: the turn is inserted only while ``queued`` counts fewer, and a statement that
+inserted nothing says whether the identity is full (no committed twin holds the key; a twin
+is answered by the shared transaction: idempotency first). A statement counts the turns
+committed before it began, so within a process the bounded accepts of one identity run one at
+a time (``_IdentityLocks``); the shared transaction counts under a transaction advisory lock
+of the identity (``IDENTITY_LOCK_SQL``). What is left: edge processes accepting for the same
+identity at the same instant do not see each other's statement, so the identity can end up
+over the limit by at most one turn per other such process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from app.db import states
-from app.db.accepts import Accepted, NewTurn, Refusal, Submission
+from app.db.accepts import Accepted, NewTurn, QueueFull, Refusal, Submission
 from app.db.models import TaskRow
 from app.db.shared.accepts import SharedAccepts
 from app.db.signals import WakeChannel
 from app.db.statement_pool import StatementPool
+from app.db.states import UNFINISHED_TURNS_SQL
 from app.security.caller import CallerScope
 
-_ACCEPT_NEW = """
-WITH turn AS (
+# The turn's row: as given, or (bounded accept) only while the identity has fewer than $20
+# unfinished new-task turns, counted by ``queued`` below. The casts give the parameters the
+# types the plain VALUES form infers from the columns.
+_TURN_VALUES = "VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, $7, $8, $9, $9)"
+_TURN_WITHIN_LIMIT = """
+    SELECT $1::varchar, $2::text, $3::text, $4::varchar, $5::varchar, $6::varchar, 0, NULL,
+           $7::varchar, $8::jsonb, $9::timestamptz, $9::timestamptz
+     WHERE (SELECT n FROM queued) < $20::int"""
+# The identity's unfinished ``start`` turns, up to the limit: the walk of ``ix_turns_unfinished``
+# stops there (the statuses are text so that a generic plan uses it: ``states``).
+_QUEUED = f"""queued AS (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM turns
+         WHERE tenant = $1 AND identity = $2 AND status IN {UNFINISHED_TURNS_SQL}
+           AND kind = $5
+         LIMIT $20::int) AS q
+), """  # noqa: S608 (constant fragments only)
+# Full: nothing was inserted, the limit is reached and no committed twin holds the key (a
+# retry of an accepted message gets its task, by the shared transaction).
+_FULL = """(SELECT n FROM queued) >= $20::int AND NOT EXISTS (
+    SELECT 1 FROM turns WHERE tenant = $1 AND identity = $2 AND message_id = $3)"""
+
+
+def _accept_new_sql(*, bounded: bool) -> str:
+    rows, queued, full = (
+        (_TURN_WITHIN_LIMIT, _QUEUED, _FULL) if bounded else (_TURN_VALUES, "", "false")
+    )
+    return f"""
+WITH {queued}turn AS (
     INSERT INTO turns (tenant, identity, message_id, task_id, kind, status, attempts,
                        not_before, content_hash, payload, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, $7, $8, $9, $9)
+    {rows}
     ON CONFLICT (tenant, identity, message_id) DO NOTHING
     RETURNING id
 ), task AS (
     INSERT INTO tasks (tenant, id, identity, context_id, state, status, artifacts, metadata,
                        created_at, updated_at, version)
-    SELECT $1, $4, $2, $10, $11, $12, '[]'::jsonb, '{}'::jsonb, $9, $9, 1 FROM turn
+    SELECT $1, $4, $2, $10, $11, $12, '[]'::jsonb, '{{}}'::jsonb, $9, $9, 1 FROM turn
 ), message AS (
     INSERT INTO task_messages (tenant, task_id, seq, role, message)
     SELECT $1, $4, 1, 'ROLE_USER', $13 FROM turn
@@ -56,9 +97,45 @@ WITH turn AS (
     SELECT $1, $2, 0 FROM turn
     ON CONFLICT (tenant, identity) DO NOTHING
 )
-SELECT id, (SELECT count(*) FROM (SELECT pg_notify($19, '') WHERE $19::text IS NOT NULL) AS n)
-  FROM turn
-"""
+SELECT (SELECT id FROM turn) AS id, {full} AS full,
+       (SELECT count(*) FROM (SELECT pg_notify($19, '') FROM turn
+                               WHERE $19::text IS NOT NULL) AS n) AS notified
+"""  # noqa: S608 (constant fragments only)
+
+
+_ACCEPT_NEW = _accept_new_sql(bounded=False)
+_ACCEPT_NEW_BOUNDED = _accept_new_sql(bounded=True)
+
+# Opens the shared transaction of a bounded accept (``SharedAccepts``): accepts of one
+# identity that reach it wait for each other until commit, so each counts the others' turns.
+# The two-key form keeps it apart from the push claim's one-key lock.
+_IDENTITY_LOCK_CLASS = 0x71756575  # "queu"
+IDENTITY_LOCK_SQL = (
+    f"SELECT pg_advisory_xact_lock({_IDENTITY_LOCK_CLASS}, "
+    "hashtext(CAST(:tenant AS text) || chr(31) || CAST(:identity AS text)))"
+)
+
+
+class _IdentityLocks:
+    """One ``asyncio.Lock`` per identity with a bounded accept in flight in this process."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def held(self, scope: CallerScope) -> AsyncIterator[None]:
+        key = (scope.tenant, scope.identity)
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
 
 def _doc(value: Any) -> str:
@@ -73,6 +150,7 @@ class PostgresAccepts:
         self._pool = pool
         self._shared = shared
         self._turns = turns
+        self._identities = _IdentityLocks()
 
     async def start(
         self,
@@ -82,26 +160,39 @@ class PostgresAccepts:
         task_id: str,
         context_id: str,
         submission: Submission,
+        queued_limit: int | None = None,
     ) -> Accepted:
-        if await self._start_new(scope, turn, task_id, context_id, submission):
+        if queued_limit is None:
+            return await self._start(scope, turn, task_id, context_id, submission, None)
+        # One bounded accept of an identity at a time in this process: each statement commits
+        # before the next one's snapshot, so it counts the turns accepted before it.
+        async with self._identities.held(scope):
+            return await self._start(scope, turn, task_id, context_id, submission, queued_limit)
+
+    async def _start(
+        self,
+        scope: CallerScope,
+        turn: NewTurn,
+        task_id: str,
+        context_id: str,
+        submission: Submission,
+        queued_limit: int | None,
+    ) -> Accepted:
+        row = await self._start_new(scope, turn, task_id, context_id, submission, queued_limit)
+        if row["id"] is not None:
             self._turns.notify_local()
-            task = TaskRow(
-                tenant=scope.tenant,
-                id=task_id,
-                identity=scope.identity,
-                context_id=context_id,
-                state=submission.state,
-                status=submission.status,
-                artifacts=[],
-                metadata_={},
-                created_at=submission.at,
-                updated_at=submission.at,
-                version=1,
-            )
-            return Accepted(task=task, created=True)
-        # The key is taken: the shared transaction finds the twin and answers with its task.
+            return Accepted(task=_new_task(scope, task_id, context_id, submission), created=True)
+        if row["full"] and queued_limit is not None:
+            raise QueueFull(queued_limit)
+        # The key is taken: the shared transaction finds the twin and answers with its task
+        # (or, if the twin has rolled back meanwhile, accepts, counting under its lock).
         return await self._shared.start(
-            scope, turn, task_id=task_id, context_id=context_id, submission=submission
+            scope,
+            turn,
+            task_id=task_id,
+            context_id=context_id,
+            submission=submission,
+            queued_limit=queued_limit,
         )
 
     async def resume(
@@ -153,8 +244,10 @@ class PostgresAccepts:
         task_id: str,
         context_id: str,
         submission: Submission,
-    ) -> bool:
-        """Write turn, task, first message, push config and actor; False if the key was taken."""
+        queued_limit: int | None,
+    ) -> Any:
+        """Write turn, task, first message, push config and actor: the row of ``_ACCEPT_NEW``
+        (``id`` None: the key was taken, or ``full``)."""
         push = turn.push
         message = {**turn.message, "taskId": task_id, "contextId": context_id}
         args = (
@@ -178,8 +271,26 @@ class PostgresAccepts:
             push.auth_credentials_enc if push is not None else None,
             self._turns.remote_channel(),
         )
+        if queued_limit is not None:
+            return await self._pool.fetchrow(_ACCEPT_NEW_BOUNDED, *args, queued_limit)
         # On the statement pool (``app/db/statement_pool.py``), like GetTask and the turn
         # pipeline: a checkout through the SQLAlchemy pool costs more CPU than this
         # statement's client side, and one autocommit statement leaves no session state behind.
-        row = await self._pool.fetchrow(_ACCEPT_NEW, *args)
-        return row is not None
+        return await self._pool.fetchrow(_ACCEPT_NEW, *args)
+
+
+def _new_task(scope: CallerScope, task_id: str, context_id: str, submission: Submission) -> TaskRow:
+    """The task row ``_ACCEPT_NEW`` wrote, as the answer needs it (not read back)."""
+    return TaskRow(
+        tenant=scope.tenant,
+        id=task_id,
+        identity=scope.identity,
+        context_id=context_id,
+        state=submission.state,
+        status=submission.status,
+        artifacts=[],
+        metadata_={},
+        created_at=submission.at,
+        updated_at=submission.at,
+        version=1,
+    )

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import states
-from app.db.accepts import Accepted, NewTurn, Refusal, Submission
+from app.db.accepts import Accepted, NewTurn, QueueFull, Refusal, Submission
 from app.db.engine import Database
 from app.db.models import ActorRow, TaskRow, TurnRow
 from app.db.shared.push_configs import store_push_config
@@ -28,9 +28,15 @@ from app.text import shown
 
 
 class SharedAccepts:
-    def __init__(self, db: Database) -> None:
+    """``identity_lock``: a statement (binds ``:tenant``, ``:identity``) that opens a bounded
+    new-task accept and holds until its commit, so two accepts of one identity count each
+    other's turns (PostgreSQL's transaction advisory lock); SQLite runs one writer at a time
+    and needs none."""
+
+    def __init__(self, db: Database, *, identity_lock: str | None = None) -> None:
         self._db = db
         self._turns: WakeChannel = db.signals.turns
+        self._identity_lock = identity_lock
 
     async def start(
         self,
@@ -40,11 +46,19 @@ class SharedAccepts:
         task_id: str,
         context_id: str,
         submission: Submission,
+        queued_limit: int | None = None,
     ) -> Accepted:
         channel = self._turns.remote_channel()
         async with self._db.transaction() as session:
+            if queued_limit is not None and self._identity_lock is not None:
+                lock = {"tenant": scope.tenant, "identity": scope.identity}
+                await session.execute(text(self._identity_lock), lock)
             if not await _insert_turn(session, scope, turn, task_id, states.TURN_START, submission):
                 return await existing(session, scope, turn)
+            # After the idempotency decision (a retry gets its task whatever the count), and
+            # the new turn counts itself: past the limit, raising rolls it back.
+            if queued_limit is not None and await _over(session, scope, queued_limit):
+                raise QueueFull(queued_limit)
             task = TaskRow(
                 tenant=scope.tenant,
                 id=task_id,
@@ -165,6 +179,28 @@ async def existing(session: AsyncSession, scope: CallerScope, turn: NewTurn) -> 
     if task is None:
         raise TaskNotFound(f"task '{held.task_id}' not found")
     return Accepted(task=task, created=False)
+
+
+async def _over(session: AsyncSession, scope: CallerScope, limit: int) -> bool:
+    return await new_turns(session, scope, limit + 1) > limit
+
+
+async def new_turns(session: AsyncSession, scope: CallerScope, at_most: int) -> int:
+    """The identity's unfinished ``start`` turns (continuations are not counted), counted up
+    to ``at_most``: the read stops there."""
+    unfinished = (
+        select(TurnRow.id)
+        .where(
+            TurnRow.tenant == scope.tenant,
+            TurnRow.identity == scope.identity,
+            TurnRow.status.in_(states.UNFINISHED_TURNS),
+            TurnRow.kind == states.TURN_START,
+        )
+        .limit(at_most)
+        .subquery()
+    )
+    found = await session.execute(select(func.count()).select_from(unfinished))
+    return int(found.scalar_one())
 
 
 async def _insert_turn(
