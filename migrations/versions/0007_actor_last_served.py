@@ -1,7 +1,7 @@
 """actors.last_served_at: when an identity's worker slot last went back to the queue
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0007
+Revises: 0006
 
 Why (issue 47, row 3): the claim gives a free worker slot to the identity that has waited
 longest since it was last served (NULL, never served, first), after the tenants holding the
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
