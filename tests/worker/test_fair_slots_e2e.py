@@ -1,7 +1,7 @@
 """Issue 47, row 3, end to end: a real worker process with default settings, the scripted
 agent's one-second turns. Behind 24 identities of one tenant, each with 6 queued turns, a
 newcomer of another tenant finishes its own one-second turn within 4 s (before the fair
-slots, it waited for the whole flood to drain: 144 turns over 16 slots, about 9 s)."""
+slots, it waited for the whole flood to drain)."""
 
 from __future__ import annotations
 
