@@ -6,7 +6,10 @@ progress with ``await ctx.progress(step_key, text)`` (``step_key`` must be deter
 the step, so a retried turn re-sends the same ``<taskId>:<step key>`` message id, CONTRACT §7),
 watches ``ctx.cancelled`` (set when the task is canceled or the turn must stop), and returns:
 
-- ``AgentReply(text, parts, artifacts)`` → task ``COMPLETED``,
+- ``AgentReply(text, parts, artifacts)`` → task ``COMPLETED``; with ``as_message=True`` the
+  reply is a Message result for an ``open`` tenant (a blocking SendMessage answers with that
+  Message; the task still completes with it as its status message). Other tenants ignore the
+  flag: the gateway always gets a Task (CONTRACT §5),
 - ``AgentFailure(text)`` → task ``FAILED`` with that text (an answer the agent chose to give),
 - ``AgentQuestion(text, auth=False, parts=())`` → task ``INPUT_REQUIRED`` (``AUTH_REQUIRED``
   with ``auth=True``; ``parts`` follow the text in the status message, e.g. the gateway's HITL
@@ -42,6 +45,7 @@ class AgentReply:
     text: str | None = None
     parts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Part`` dicts, after the text
     artifacts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Artifact`` dicts
+    as_message: bool = False  # answer with a Message, not a Task (open tenants only)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,15 @@ gateway wrapped it in a turn envelope), one directive per line
                            as a SendMessage carrying the taskId; the script goes on after this line
     auth <question>        the same, but the task goes to AUTH_REQUIRED
     reply <text>           end the turn: task COMPLETED with <text> (and the artifacts so far)
+    message <text>         the same, answered as a Message (open tenants; elsewhere a reply)
     fail <text>            end the turn: task FAILED with <text>
     artifact text <text>   add a text artifact to the reply
     artifact data <json>   add a data artifact (any JSON value)
+    artifact file <filename> <mediaType> <base64>
+                           add an artifact whose file part carries those bytes and filename
+    artifact url <url> <mediaType> [<filename>]
+                           add an artifact whose file part points at <url> (the filename
+                           defaults to the URL's last path segment)
     crash                  raise an error (every attempt): exercises retries, then the task FAILs
                            with the operator's failure text (EDGE_FAILURE_TEXT)
     crash <n>              raise on the first <n> attempts only, then carry on
@@ -22,7 +28,8 @@ gateway wrapped it in a turn envelope), one directive per line
                            as the reply when the script ends without reply/fail/ask
 
 When the script runs out, the reply is the echoed lines joined by newlines ("done" if there
-are none) plus the artifacts. In the arguments of progress/ask/auth/reply/fail/artifact text,
+are none) plus the artifacts. In the arguments of progress/ask/auth/reply/message/fail/artifact
+text,
 ``{answer}`` is replaced by the latest answer to an ask and ``{attempt}`` by the attempt number
 (1 on the first run). Step keys (``line-<n>``, n = 1-based line number) are stable across
 retries, so a retried turn re-sends the same progress message ids.
@@ -31,10 +38,13 @@ retries, so a retried turn re-sends the same progress message ids.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from app.agents.contract import (
     AgentFailure,
@@ -145,8 +155,12 @@ class _Run:
             await self.ctx.progress(f"line-{line.number}", self.fill(arg))
         elif keyword in ASK_KEYWORDS and arg:
             return AgentQuestion(text=self.fill(arg), auth=keyword == "auth")
-        elif keyword == "reply" and arg:
-            return AgentReply(text=self.fill(arg), artifacts=tuple(self.artifacts))
+        elif keyword in ("reply", "message") and arg:
+            return AgentReply(
+                text=self.fill(arg),
+                artifacts=tuple(self.artifacts),
+                as_message=keyword == "message",
+            )
         elif keyword == "fail" and arg:
             return AgentFailure(text=self.fill(arg))
         elif keyword == "artifact" and (artifact := self.artifact(line)) is not None:
@@ -169,9 +183,43 @@ class _Run:
                 part = {"data": json.loads(body)}
             except json.JSONDecodeError:
                 return None
+        elif kind in _FILE_PARTS and (file_part := _FILE_PARTS[kind](body.split())) is not None:
+            part = file_part
         else:
             return None
         return {"artifactId": f"artifact-{line.number}", "parts": [part]}
+
+
+def _file_part(words: list[str]) -> JsonDict | None:
+    """``artifact file <filename> <mediaType> <base64>``: a part carrying the bytes (protobuf
+    JSON ``raw`` is base64, so the text is checked and kept as written)."""
+    if len(words) != 3:
+        return None
+    filename, media_type, data = words
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return {"raw": data, "filename": filename, "mediaType": media_type}
+
+
+def _url_part(words: list[str]) -> JsonDict | None:
+    """``artifact url <url> <mediaType> [<filename>]``: a part pointing at the URL; the
+    filename defaults to the URL's last path segment."""
+    if len(words) not in (2, 3):
+        return None
+    url, media_type = words[0], words[1]
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    filename = words[2] if len(words) == 3 else unquote(parts.path.rsplit("/", 1)[-1])
+    part: JsonDict = {"url": url, "mediaType": media_type}
+    if filename:
+        part["filename"] = filename
+    return part
+
+
+_FILE_PARTS = {"file": _file_part, "url": _url_part}
 
 
 def _seconds(arg: str) -> float | None:

@@ -25,6 +25,7 @@ from app.rpc.context import MethodTable, RpcCall
 from app.tasks.accept import Acceptor, QueueBound
 from app.tasks.blocking import wait_settled
 from app.tasks.cancel import TaskCanceller
+from app.tasks.outcome import message_result
 from app.tasks.push_configs import PushConfigService
 from app.tasks.push_secrets import PushSecrets
 from app.tasks.queries import TaskQueries
@@ -101,15 +102,18 @@ class TaskMethods:
             identity=call.caller.identity,
             steerable=call.tenant.agent_kind == "llm",
         )
-        # Blocking only where no push config is required: the gateway always gets its
-        # SUBMITTED answer in milliseconds (CONTRACT §5).
-        if request.return_immediately or call.tenant.require_push_config:
+        # Blocking only for open tenants and where no push config is required: the gateway
+        # always gets its SUBMITTED answer in milliseconds (CONTRACT §5).
+        blocking = call.tenant.is_open or not call.tenant.require_push_config
+        if request.return_immediately or not blocking:
             return accept_answer(accepted.task)
         await wait_settled(
             self._db, call.scope, accepted.task.id, limit_seconds=self._blocking_seconds
         )
         task = await self._queries.get(call.scope, accepted.task.id, request.history_length)
-        return {"task": task}
+        # An open tenant's agent may answer with a Message (issue 49): a blocking call gets it.
+        message = message_result(task) if call.tenant.is_open else None
+        return {"message": message} if message is not None else {"task": task}
 
     async def get_task(self, call: RpcCall) -> Any:
         plain = _plain_get_task(call.params)

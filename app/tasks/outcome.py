@@ -26,6 +26,22 @@ class TurnOutcome:
     message_key: str | None = None
 
 
+# The key of a Message result's message (``<taskId>:message``, issue 49): an open tenant's
+# agent answered with a Message, which a blocking SendMessage returns instead of the Task.
+# Gateway tenants never get it: their final message stays ``<taskId>:final`` (CONTRACT §7).
+MESSAGE_RESULT_KEY = "message"
+
+
+def message_result(task: dict[str, Any]) -> dict[str, Any] | None:
+    """The Message a completed task answered with, if its agent gave a Message result."""
+    status = task.get("status") or {}
+    message = status.get("message")
+    if status.get("state") != states.COMPLETED or not isinstance(message, dict):
+        return None
+    expected = f"{task.get('id')}:{MESSAGE_RESULT_KEY}"
+    return message if message.get("messageId") == expected else None
+
+
 def outcome_message_key(state: str, history_seq: int) -> str:
     """The key of an outcome's agent message (message id ``<taskId>:<key>``) when the outcome
     names none: ``final`` for a terminal outcome (CONTRACT §7). An interruption can happen

@@ -27,7 +27,7 @@ from app.agents.contract import (
     TurnStopped,
 )
 from app.tasks import states
-from app.tasks.outcome import TurnOutcome
+from app.tasks.outcome import MESSAGE_RESULT_KEY, TurnOutcome
 from app.tasks.wire import normalise
 from app.text import first_bad_text
 from app.worker.mailbox import ERROR_AGENT, ERROR_TIMEOUT
@@ -46,9 +46,15 @@ class AgentCrash(Exception):
 
 
 async def call_agent(
-    agent: Agent, ctx: TurnContext, watch: TurnWatch, *, seconds: float
+    agent: Agent,
+    ctx: TurnContext,
+    watch: TurnWatch,
+    *,
+    seconds: float,
+    message_results: bool = False,
 ) -> TurnOutcome:
-    """Run ``agent`` on ``ctx`` within ``seconds``; ``watch`` can cancel it."""
+    """Run ``agent`` on ``ctx`` within ``seconds``; ``watch`` can cancel it.
+    ``message_results``: the tenant takes Message results (an open tenant, issue 49)."""
     task = asyncio.create_task(agent.run(ctx), name=f"agent:{ctx.task_id}")
     watch.agent_task = task
     try:
@@ -77,7 +83,7 @@ async def call_agent(
             "turn.agent_error", extra={"task_id": ctx.task_id, "outcome": type(exc).__name__}
         )
         raise AgentCrash(ERROR_AGENT)
-    return outcome_of(task.result())
+    return outcome_of(task.result(), message_results=message_results)
 
 
 async def _cancelled(task: asyncio.Task[Any]) -> None:
@@ -87,14 +93,18 @@ async def _cancelled(task: asyncio.Task[Any]) -> None:
         await task
 
 
-def outcome_of(result: object) -> TurnOutcome:
-    """The agent's return value as the task's next state; anything else is a crash."""
+def outcome_of(result: object, *, message_results: bool = False) -> TurnOutcome:
+    """The agent's return value as the task's next state; anything else is a crash. A reply
+    ``as_message`` keeps the Message-result key only where ``message_results`` (open tenants):
+    elsewhere it is a plain reply, so the gateway's final push stays ``<taskId>:final``."""
     if isinstance(result, AgentReply):
+        as_message = result.as_message and message_results
         outcome = TurnOutcome(
             state=states.COMPLETED,
             text=result.text,
             parts=tuple(result.parts),
             artifacts=tuple(result.artifacts),
+            message_key=MESSAGE_RESULT_KEY if as_message else None,
         )
     elif isinstance(result, AgentFailure):
         outcome = TurnOutcome(state=states.FAILED, text=result.text)

@@ -194,6 +194,7 @@ class _TurnRun:
                 self._context(snapshot, tenant),
                 self.watch,
                 seconds=self.r.settings.turn_timeout_seconds,
+                message_results=tenant.is_open,
             )
         except AgentCrash as crash:
             return await self._crashed(crash.category)

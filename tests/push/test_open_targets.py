@@ -117,3 +117,15 @@ async def test_the_development_switch_is_a_warning_at_start(
     async with edge_harness(db_url):
         pass
     assert not any("EDGE_PUSH_ALLOW_PRIVATE_TARGETS" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_message_result_is_pushed_with_its_own_id(db_url: str) -> None:
+    async with open_edge(db_url, push_allow_private_targets=True) as (edge, rx):
+        url, token = rx.endpoint()
+        params = _send("message hi", url, token)
+        params["configuration"]["returnImmediately"] = True
+        answer = await edge.result("SendMessage", params, tenant="open-t")
+        task_id = answer["task"]["id"]
+        pushed = await rx.wait_for(lambda p: p.task_id == task_id, within=20)
+        assert pushed.message_id == f"{task_id}:message" and pushed.text == "hi"
+        assert pushed.state == "TASK_STATE_COMPLETED" and pushed.error is None
