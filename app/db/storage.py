@@ -35,12 +35,14 @@ from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
 from app.db.shared.task_lifecycle import SharedTaskLifecycle
 from app.db.shared.task_reads import SharedTaskReads
+from app.db.shared.tenants import SharedTenants
 from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
 from app.db.sqlite.worker_lock import worker_lock_path
 from app.db.statement_pool import StatementPool
 from app.db.task_lifecycle import TaskLifecycleStore
 from app.db.task_reads import TaskReadStore
+from app.db.tenants import TenantRecordStore
 from app.db.turns import TurnWriteStore
 
 
@@ -62,6 +64,7 @@ class Storage:
     task_lifecycle: TaskLifecycleStore
     task_reads: TaskReadStore
     turn_writes: TurnWriteStore
+    tenants: TenantRecordStore
     sessions: SessionStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
@@ -88,6 +91,7 @@ def _sqlite(db: Database) -> Storage:
         task_lifecycle=SharedTaskLifecycle(db),
         task_reads=SharedTaskReads(db),
         turn_writes=turn_writes,
+        tenants=SharedTenants(db),
         sessions=SharedSessions(db, sqlite_insert),
         worker_lock_path=worker_lock_path(db.url),
     )
@@ -111,5 +115,6 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         task_lifecycle=SharedTaskLifecycle(db),
         task_reads=PostgresTaskReads(pool),
         turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
+        tenants=SharedTenants(db),
         sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),
     )

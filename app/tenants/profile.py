@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
-GATEWAY = "gateway"
-OPEN = "open"
+from app.db.tenants import GATEWAY as GATEWAY
+from app.db.tenants import OPEN as OPEN
+
 PROFILES = (GATEWAY, OPEN)
 
 
