@@ -162,7 +162,12 @@ class PushSender:
                 allow_any_http=self._targets.allow_private,
             )
             self._targets.check_open_form(parsed)
-            return await pin(parsed, self._targets, self._resolver)
+            # The lookup shares the attempt's deadline: a resolver that never answers must
+            # not hold a delivery slot.
+            async with asyncio.timeout(self._timeout):
+                return await pin(parsed, self._targets, self._resolver)
+        except TimeoutError:
+            return AttemptResult(Outcome.RETRYABLE, error="name resolution timed out")
         except OriginError as exc:
             return AttemptResult(Outcome.PERMANENT, error=f"push url is not acceptable: {exc}")
         except TargetRefused as exc:

@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
+from app.db.push_outbox import DeadLetter
+from app.push.dead_letters import list_dead
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
+from tests.polling import poll_until
 from tests.push.conftest import FAST
 
 
@@ -129,3 +132,23 @@ async def test_a_message_result_is_pushed_with_its_own_id(db_url: str) -> None:
         pushed = await rx.wait_for(lambda p: p.task_id == task_id, within=20)
         assert pushed.message_id == f"{task_id}:message" and pushed.text == "hi"
         assert pushed.state == "TASK_STATE_COMPLETED" and pushed.error is None
+
+
+async def test_a_tenant_switched_back_to_gateway_stops_reaching_its_targets(db_url: str) -> None:
+    # Asked at every attempt: pushes queued while the tenant was open are not sent after it
+    # became a gateway tenant again (fail closed: a dead letter, nothing on the wire).
+    async with open_edge(db_url, push_allow_private_targets=True) as (edge, rx):
+        url, token = rx.endpoint()
+        params = _send("sleep 0.5\nreply hi", url, token)
+        params["configuration"]["returnImmediately"] = True
+        await edge.result("SendMessage", params, tenant="open-t")
+        await edge.services.tenant_store.update("open-t", profile="gateway")
+        edge.services.tenants.invalidate()
+
+        async def dead() -> list[DeadLetter] | None:
+            letters = await list_dead(edge.services.db)
+            return letters or None
+
+        (letter,) = await poll_until(dead, 20, what="the dead letter")
+        assert letter.last_error == "push url is not an allowed gateway"
+        assert rx.requests == []

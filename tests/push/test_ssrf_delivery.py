@@ -6,6 +6,7 @@ would have been sent, and the resolver is scripted."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.push.pinning import Resolver as PinResolver
 from app.push.policy import Outcome
 from app.push.sender import PushSender
 from app.push.store import ClaimedPush
@@ -63,7 +65,7 @@ class Resolver:
 
 
 def _sender(
-    wire: Wire, resolver: Resolver, *, open_tenant: bool = True, **settings: Any
+    wire: Wire, resolver: PinResolver, *, open_tenant: bool = True, **settings: Any
 ) -> tuple[PushSender, PushSecrets]:
     config = load_settings(gateway_origins=["https://gateway.test"], **settings)
     key = SigningKey.from_jwk_json(json.dumps(generate_private_jwk("k1")))
@@ -78,7 +80,7 @@ def _sender(
         allowlist=config.allowlist,
         secrets=secrets,
         client=wire.client(),
-        timeout=5.0,
+        timeout=config.push_timeout_seconds,
         targets=config.push_targets,
         open_tenant=is_open,
         pinned_client=wire.client(),
@@ -190,6 +192,19 @@ async def test_a_name_that_does_not_resolve_is_retried() -> None:
     sender, secrets = _sender(wire, Resolver([]))
     result = await sender.attempt(_push(HOOK, secrets))
     assert result.outcome is Outcome.RETRYABLE and result.error == "name resolution failed"
+
+
+async def test_a_resolver_that_never_answers_is_bounded_and_retried() -> None:
+    wire = Wire()
+
+    async def hang(host: str, port: int) -> Sequence[str]:
+        await asyncio.sleep(60)
+        return [PUBLIC]
+
+    sender, secrets = _sender(wire, hang, push_timeout_seconds=0.05)
+    result = await sender.attempt(_push(HOOK, secrets))
+    assert result.outcome is Outcome.RETRYABLE and result.error == "name resolution timed out"
+    assert wire.requests == []
 
 
 async def test_the_development_switch_reaches_loopback() -> None:
