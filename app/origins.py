@@ -80,7 +80,7 @@ def parse_url(
     ``https`` is required; plain ``http`` only for loopback hosts when the development setting
     ``EDGE_ALLOW_LOOPBACK_HTTP`` allows it (CONTRACT §3 step 3), or for any host when
     ``allow_any_http`` (``EDGE_PUSH_ALLOW_PRIVATE_TARGETS``, whose addresses are checked at
-    delivery, ``app.push.targets``).
+    delivery, ``app.push_targets``).
     """
     if not isinstance(value, str) or not value:
         raise OriginError("URL must be a non-empty string")

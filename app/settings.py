@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.errors import ConfigError
 from app.origins import OriginAllowlist, OriginError, parse_url
-from app.push.targets import PushTargets
+from app.push_targets import PushTargets
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./looping-edge.db"
 
@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     push_secret_key: SecretStr | None = None
     # EDGE_PUSH_ALLOW_PRIVATE_TARGETS: development and tests only. Lifts the SSRF address rule
     # for open tenants' push targets (loopback, private, link-local ... become reachable, and
-    # plain http to such addresses); logged as a warning at start (app.push.targets).
+    # plain http to such addresses); logged as a warning at start (app.push_targets).
     push_allow_private_targets: bool = False
 
     # --- ops ----------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class Settings(BaseSettings):
 
     @property
     def push_targets(self) -> PushTargets:
-        """The rules for push URLs (``app.push.targets``)."""
+        """The rules for push URLs (``app.push_targets``)."""
         return PushTargets(self.allowlist, allow_private=self.push_allow_private_targets)
 
     @property

@@ -1,5 +1,5 @@
 """Resolve a push target's name once, check every address, and connect to the checked one
-(issue 49, SSRF; the rules are in ``app.push.targets``).
+(issue 49, SSRF; the rules are in ``app.push_targets``).
 
 Checking a name and then handing the name to the HTTP client would let DNS answer
 differently the second time (DNS rebinding: a public address for the check, 127.0.0.1 for
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.origins import ParsedUrl
-from app.push.targets import IPAddress, PushTargets, TargetRefused, ip_literal
+from app.push_targets import IPAddress, PushTargets, TargetRefused, ip_literal
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 

@@ -4,7 +4,7 @@
   have shrunk since the config was stored). Any other URL only for an ``open`` tenant (asked
   at send time: the tenant may have changed profile since) and only past the SSRF rules:
   its form again, then the name resolved once, every address checked, and the connection
-  made to the checked address (``app.push.targets``, ``app.push.pinning``), on a client that
+  made to the checked address (``app.push_targets``, ``app.push.pinning``), on a client that
   keeps no connection alive (its pool keys on the address, not the name verified).
 - ``Authorization: Bearer <callback JWT>`` signed for this attempt (``kid``/``jku`` exactly the
   card's, ``aud`` = the push URL, ``exp = iat + 300``), or A2A §13.2
@@ -29,7 +29,7 @@ from app.origins import OriginAllowlist, OriginError, parse_url
 from app.push.pinning import PinnedRequest, ResolveFailed, Resolver, pin, system_resolver
 from app.push.policy import AttemptResult, Outcome, classify_status, status_error
 from app.push.store import ClaimedPush
-from app.push.targets import PushTargets, TargetRefused
+from app.push_targets import PushTargets, TargetRefused
 from app.security.keys import SigningKey
 from app.tasks.push_secrets import PushSecretError, PushSecrets
 

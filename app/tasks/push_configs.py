@@ -4,7 +4,7 @@
 * The url must parse strictly and its origin must be one of ``GATEWAY_ORIGINS``: a gateway
   tenant's pushes only ever go back to a trusted gateway (CONTRACT §5, §7 "push targets
   outside GATEWAY_ORIGINS are never contacted"). An open tenant's may name any URL that passes
-  the SSRF form rules (issue 49, ``app.push.targets``). Stored exactly as given (CONTRACT §7
+  the SSRF form rules (issue 49, ``app.push_targets``). Stored exactly as given (CONTRACT §7
   "POST to the config's url exactly").
 * The token and the A2A §13.2 credentials are encrypted at rest (``push_secrets``) and never
   returned: answers carry ``url``, ``id``, ``taskId`` and ``authentication.scheme`` only.
@@ -25,7 +25,7 @@ from app.db.engine import Database
 from app.db.push_configs import PushConfigView, SealedPush
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginError, parse_url
-from app.push.targets import PushTargets
+from app.push_targets import PushTargets
 from app.security.caller import CallerScope
 from app.tasks.push_secrets import PushSecrets
 from app.text import is_clean, shown
@@ -118,7 +118,7 @@ def validate_push_config(
 
 def _check_url(url: str, *, prefix: str, targets: PushTargets, open_tenant: bool) -> None:
     """A gateway tenant's push URL must be on ``GATEWAY_ORIGINS`` (CONTRACT §5); an open
-    tenant's may be any URL that passes the SSRF form rules (``app.push.targets``; the
+    tenant's may be any URL that passes the SSRF form rules (``app.push_targets``; the
     addresses are checked again at delivery). Messages name the rule, never the URL."""
     allowlist = targets.allowlist
     try:

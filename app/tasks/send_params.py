@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from app.errors import InvalidParams, TaskNotFound
 from app.origins import OriginAllowlist
-from app.push.targets import PushTargets
+from app.push_targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
 from app.tasks.wire import parse_params, to_json
 from app.tenants.registry import TenantRecord

@@ -4,7 +4,7 @@
   §7): pushes only to ``GATEWAY_ORIGINS``, tasks as results.
 - ``open``: general A2A clients. Callers still prove themselves with the gateway's EdDSA
   tokens and the same ``(tenant, identity)`` isolation holds, but a push config may name any
-  ``https`` URL that passes the SSRF rules (``app.push.targets``), a push config is not
+  ``https`` URL that passes the SSRF rules (``app.push_targets``), a push config is not
   required, and an agent may answer with a Message instead of a Task.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from app.origins import OriginAllowlist, OriginError, parse_url
 from app.push.pinning import ResolveFailed, pin
-from app.push.targets import PushTargets, TargetRefused, refusal
+from app.push_targets import PushTargets, TargetRefused, refusal
 
 ALLOWLIST = OriginAllowlist.from_entries(["https://gateway.test"], allow_loopback_http=False)
 STRICT = PushTargets(ALLOWLIST)
