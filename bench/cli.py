@@ -38,6 +38,7 @@ BENCHMARKS = {
     "5": "bench.b5_growth",
     "6": "bench.b6_memory",
     "7": "bench.b7_limits",
+    "8": "bench.b8_fairness",
 }
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -204,7 +204,7 @@ def _check_rows(rows: list[dict[str, object]], prefix: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
-@pytest.mark.parametrize("number", ["1", "2", "3", "4", "5", "6", "7"])
+@pytest.mark.parametrize("number", ["1", "2", "3", "4", "5", "6", "7", "8"])
 def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number: str) -> None:
     rows = _run_bench(tmp_path, "--only", number)
     _check_rows(rows, f"{number} ")
@@ -232,6 +232,10 @@ def test_each_benchmark_runs_briefly_and_produces_numbers(tmp_path: Path, number
         latency = {str(r["metric"]) for r in rows if r["baseline"] == "no attack"}
         assert len(latency) == 8 and all("during" in m for m in latency), rows
         assert any(str(r["metric"]).startswith("server RSS") for r in rows), rows
+    if number == "8":
+        # The newcomers' wait behind the flood, against the turn length, with the issue's goal.
+        (row,) = rows
+        assert row["baseline"] == "turn length" and row["goal"] is not None, rows
 
 
 @pytest.mark.slow
