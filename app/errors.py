@@ -167,6 +167,16 @@ class UnsupportedOperation(RpcError):
     default_reason = "unsupported_operation"
 
 
+class TooManyStreams(RpcError):
+    """Past a bound on open streams (per caller or per process): refused before streaming
+    starts. -32000 is JSON-RPC 2.0's implementation-defined server error; A2A has no code for
+    it."""
+
+    code = -32000
+    a2a_reason = "RESOURCE_EXHAUSTED"
+    default_reason = "too_many_streams"
+
+
 class ContentTypeNotSupported(RpcError):
     code = -32005
     a2a_reason = "CONTENT_TYPE_NOT_SUPPORTED"

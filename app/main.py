@@ -96,10 +96,14 @@ def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
     app: FastAPI
     # Raw ASGI RPC path, it outran the FastAPI route: measured: see bench/results/asgi-path.md
     if raw_rpc:
-        app = EdgeApp(rpc_path=settings.rpc_path, rpc=RpcEndpoint(dispatcher), **options)
+        app = EdgeApp(
+            rpc_path=settings.rpc_path,
+            rpc=RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds),
+            **options,
+        )
     else:
         app = FastAPI(**options)
-        add_rpc_route(router, settings.rpc_path, dispatcher)
+        add_rpc_route(router, settings.rpc_path, dispatcher, settings.stream_heartbeat_seconds)
     app.include_router(router)
     app.state.services = services
     return app

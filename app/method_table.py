@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.errors import UnsupportedOperation
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.methods import build_task_methods
+from app.tasks.stream_methods import build_stream_methods
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -28,20 +28,9 @@ def card_methods(services: EdgeServices) -> MethodTable:
     return {"GetExtendedAgentCard": get_extended_agent_card}
 
 
-def streaming_methods() -> MethodTable:
-    async def not_streaming(call: RpcCall) -> Any:
-        # capabilities.streaming is false: CONTRACT §5.
-        raise UnsupportedOperation(
-            f"{call.method} is not supported: this edge does not stream "
-            "(capabilities.streaming is false); use push notifications",
-        )
-
-    return {"SendStreamingMessage": not_streaming, "SubscribeToTask": not_streaming}
-
-
 def build_method_table(services: EdgeServices) -> MethodTable:
     table: MethodTable = {}
     table.update(build_task_methods(services))
     table.update(card_methods(services))
-    table.update(streaming_methods())
+    table.update(build_stream_methods(services))
     return table

@@ -112,6 +112,18 @@ class Settings(BaseSettings):
     task_retention_days: float = Field(default=30.0, gt=0, le=36500)
     default_history_length: int = Field(default=50, ge=0, le=1000)
 
+    # --- streaming (SendStreamingMessage, SubscribeToTask over SSE) --------------------------
+    # Open streams per caller (tenant, identity) and per process; past either the call is
+    # refused before streaming starts (-32000, docs/protocol.md). A stream holds a connection
+    # of EDGE_MAX_CONNECTIONS for as long as it lasts.
+    stream_max_per_identity: int = Field(default=8, ge=1, le=100_000)
+    stream_max_per_process: int = Field(default=500, ge=1, le=1_000_000)
+    # An SSE comment line after this long without an event, so proxies keep the stream open.
+    stream_heartbeat_seconds: float = Field(default=15.0, gt=0, le=300)
+    # How often a stream re-reads its task's event log where no notification is heard (SQLite);
+    # on PostgreSQL LISTEN wakes it and EDGE_POLL_SECONDS is the fallback.
+    stream_poll_seconds: float = Field(default=0.2, gt=0, le=60)
+
     # --- push delivery ------------------------------------------------------------------------
     push_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     push_retry_budget_seconds: float = Field(default=3600.0, gt=0)

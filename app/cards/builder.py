@@ -35,6 +35,15 @@ class CardOptions:
     advertise_security_schemes: bool = True
     list_tenants: bool = True
     deployment_skill: bool = True
+    # ``advertise_streaming``: ``capabilities.streaming`` as the edge serves it (true). The
+    # reference vector was produced when the edge did not stream (false).
+    advertise_streaming: bool = True
+
+
+def _capabilities(flags: dict[str, Any], options: CardOptions) -> dict[str, Any]:
+    capabilities = dict(flags)
+    capabilities["streaming"] = options.advertise_streaming
+    return capabilities
 
 
 def _security(options: CardOptions) -> dict[str, Any]:
@@ -76,7 +85,7 @@ def build_stub_card(
         "description": stub_description(settings.card_description, tenant_ids, options),
         "supportedInterfaces": [_interface(settings, None)],
         "version": settings.card_version,
-        "capabilities": dict(EDGE_CAPABILITY_FLAGS),
+        "capabilities": _capabilities(EDGE_CAPABILITY_FLAGS, options),
         **_security(options),
         "defaultInputModes": list(DEFAULT_MODES),
         "defaultOutputModes": list(DEFAULT_MODES),
@@ -107,7 +116,7 @@ def build_tenant_card(
         "description": fields["description"],
         "supportedInterfaces": [_interface(settings, tenant_id)],
         "version": fields["version"],
-        "capabilities": fields["capabilities"],
+        "capabilities": _capabilities(fields["capabilities"], options),
         **_security(options),
         "defaultInputModes": fields["defaultInputModes"],
         "defaultOutputModes": fields["defaultOutputModes"],

@@ -152,6 +152,7 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
+        await self.signals.task_events.close()
         if self.statement_pool is not None:
             await self.statement_pool.close()
         await self.engine.dispose()

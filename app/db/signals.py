@@ -1,4 +1,5 @@
-"""Wake-ups for queued work: turns for the workers, outbox rows for the push deliverers.
+"""Wake-ups for queued work: turns for the workers, outbox rows for the push deliverers; and
+wake-ups of the streams that follow a task (``TaskEventWakeups``, at the end).
 
 One component for both kinds (``WakeChannel``). A writer that queued work calls
 ``notify_local()`` after its commit, which wakes every waiter of this process; it asks
@@ -21,15 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Final
 
 from app.db.postgres.listen import Listener
 
-# The two channels, the only place they are named (the worker's and the deliverers' LISTEN,
-# the writers' NOTIFY).
+# The channels, the only place they are named (the worker's and the deliverers' LISTEN,
+# the writers' NOTIFY). The third is notified by the trigger that logs a task's changes
+# (migrations/versions/0007_task_events.py spells it in SQL; a test holds the two equal), with
+# the task's ``[tenant, id]`` as JSON payload, and heard by the streams of every process.
 TURNS_CHANNEL: Final = "looping_turns"
 PUSH_CHANNEL: Final = "looping_push"
+TASK_EVENTS_CHANNEL: Final = "looping_task_events"
 
 Notifier = Callable[[str], Awaitable[None]]
 
@@ -123,9 +128,75 @@ class WakeChannel:
         await Listener(self._url, self.name, on_notify).run()
 
 
+TaskKey = tuple[str, str]
+
+
+class TaskEventWakeups:
+    """Wakes the streams of this process that follow a task when its event log grew.
+
+    Where the storage is shared (PostgreSQL), one ``LISTEN`` connection per process, started
+    with the first stream, hears the trigger's notifications and wakes the streams of that
+    task only; a (re)connect wakes them all, in case one was missed. Elsewhere (SQLite) nothing
+    is heard and streams poll. Either way a stream also re-reads the log every
+    ``poll_seconds(...)``, so a lost notification delays an event, never loses it.
+    """
+
+    def __init__(self, database_url: str | None) -> None:
+        self._url = database_url
+        self._watchers: dict[TaskKey, set[Wakeup]] = {}
+        self._listener: asyncio.Task[None] | None = None
+
+    def poll_seconds(self, *, polled: float, listened: float) -> float:
+        """How often a stream re-reads its task's log: ``listened`` behind ``LISTEN``,
+        ``polled`` where nothing is heard."""
+        return polled if self._url is None else listened
+
+    def watch(self, tenant: str, task_id: str) -> tuple[Wakeup, Callable[[], None]]:
+        """A wake-up for changes of the task, and the function that stops watching."""
+        if self._url is not None and (self._listener is None or self._listener.done()):
+            self._listener = asyncio.get_running_loop().create_task(
+                Listener(self._url, TASK_EVENTS_CHANNEL, self._wake_all, self._heard).run()
+            )
+        wakeup = Wakeup()
+        key = (tenant, task_id)
+        self._watchers.setdefault(key, set()).add(wakeup)
+
+        def unwatch() -> None:
+            watchers = self._watchers.get(key)
+            if watchers is not None:
+                watchers.discard(wakeup)
+                if not watchers:
+                    del self._watchers[key]
+
+        return wakeup, unwatch
+
+    def _heard(self, payload: str) -> None:
+        try:
+            tenant, task_id = json.loads(payload)
+        except (ValueError, TypeError):
+            self._wake_all()
+            return
+        for wakeup in self._watchers.get((tenant, task_id), ()):
+            wakeup.notify()
+
+    def _wake_all(self) -> None:
+        for watchers in self._watchers.values():
+            for wakeup in watchers:
+                wakeup.notify()
+
+    async def close(self) -> None:
+        """Stop listening (the storage is being disposed)."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await listener
+
+
 class Signals:
-    """The wake-up channels of one storage: ``turns`` and ``pushes``."""
+    """The wake-up channels of one storage: ``turns``, ``pushes`` and ``task_events``."""
 
     def __init__(self, database_url: str | None = None, notifier: Notifier | None = None) -> None:
         self.turns = WakeChannel(TURNS_CHANNEL, database_url=database_url, notifier=notifier)
         self.pushes = WakeChannel(PUSH_CHANNEL, database_url=database_url, notifier=notifier)
+        self.task_events = TaskEventWakeups(database_url)

@@ -33,6 +33,7 @@ from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
+from app.db.shared.task_events import SharedTaskEvents
 from app.db.shared.task_lifecycle import SharedTaskLifecycle
 from app.db.shared.task_reads import SharedTaskReads
 from app.db.shared.tenants import SharedTenants
@@ -40,6 +41,7 @@ from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
 from app.db.sqlite.worker_lock import worker_lock_path
 from app.db.statement_pool import StatementPool
+from app.db.task_events import TaskEventStore
 from app.db.task_lifecycle import TaskLifecycleStore
 from app.db.task_reads import TaskReadStore
 from app.db.tenants import TenantRecordStore
@@ -66,6 +68,7 @@ class Storage:
     turn_writes: TurnWriteStore
     tenants: TenantRecordStore
     sessions: SessionStore
+    task_events: TaskEventStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -93,6 +96,7 @@ def _sqlite(db: Database) -> Storage:
         turn_writes=turn_writes,
         tenants=SharedTenants(db),
         sessions=SharedSessions(db, sqlite_insert),
+        task_events=SharedTaskEvents(db),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -117,4 +121,6 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
         tenants=SharedTenants(db),
         sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),
+        # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.
+        task_events=SharedTaskEvents(db),
     )

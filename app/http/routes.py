@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Header
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.errors import BadRequest, PayloadTooLarge
+from app.http.sse import frames, send_stream
 from app.ops.metrics import CONTENT_TYPE_LATEST
 from app.rpc.dispatch import ClientDisconnected, RpcDispatcher, RpcOutcome
 
@@ -34,8 +35,9 @@ class RpcEndpoint:
     bounded the same way.
     """
 
-    def __init__(self, dispatcher: RpcDispatcher) -> None:
+    def __init__(self, dispatcher: RpcDispatcher, heartbeat_seconds: float = 15.0) -> None:
         self._dispatcher = dispatcher
+        self._heartbeat = heartbeat_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization, duplicate_authorization, version, declared, content_type = _read_headers(
@@ -49,6 +51,9 @@ class RpcEndpoint:
             duplicate_authorization=duplicate_authorization,
             content_type=content_type,
         )
+        if outcome.stream is not None:
+            await send_stream(send, receive, outcome, outcome.stream, self._heartbeat)
+            return
         await _send_outcome(send, outcome, close=not body.complete)
 
 
@@ -184,7 +189,9 @@ def build_router(services: EdgeServices) -> APIRouter:
     return router
 
 
-def add_rpc_route(router: APIRouter, rpc_path: str, dispatcher: RpcDispatcher) -> None:
+def add_rpc_route(
+    router: APIRouter, rpc_path: str, dispatcher: RpcDispatcher, heartbeat_seconds: float = 15.0
+) -> None:
     """``POST <rpc_path>`` as a plain FastAPI route (the alternative to ``RpcEndpoint``)."""
 
     @router.post(rpc_path, response_class=Response, include_in_schema=False)
@@ -200,6 +207,12 @@ def add_rpc_route(router: APIRouter, rpc_path: str, dispatcher: RpcDispatcher) -
             duplicate_authorization=duplicate_authorization,
             content_type=content_type,
         )
+        if outcome.stream is not None:
+            return StreamingResponse(
+                frames(outcome.stream, heartbeat_seconds),
+                headers={**outcome.headers, "X-Accel-Buffering": "no"},
+                media_type=outcome.media_type,
+            )
         headers = outcome.headers if body.complete else {**outcome.headers, "Connection": "close"}
         return Response(
             outcome.body,

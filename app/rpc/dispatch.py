@@ -29,7 +29,7 @@ from app.errors import (
     Unauthorized,
     VersionNotSupported,
 )
-from app.rpc.context import MethodTable, RpcCall
+from app.rpc.context import MethodTable, RpcCall, StreamResult
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.media_type import is_json
 from app.rpc.responses import encode, failure, success_body
@@ -69,10 +69,46 @@ class ClientDisconnected(Exception):
 
 @dataclass(frozen=True)
 class RpcOutcome:
+    """One answer: ``body``, or with ``stream`` a ``text/event-stream`` whose events the HTTP
+    layer sends as they come (and must close)."""
+
     status_code: int
     body: bytes
     media_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    stream: EncodedStream | None = None
+
+
+class EncodedStream:
+    """A ``StreamResult`` as JSON-RPC response bodies with the call's id, one per event.
+
+    A fault while streaming (the database went away) ends the stream with one -32603 error
+    response: the events already sent stand, and the client may subscribe again.
+    """
+
+    def __init__(self, request_id: RequestId, results: StreamResult) -> None:
+        self._id = request_id
+        self._results = results
+        self._failed = False
+
+    async def next(self) -> bytes:
+        """The next response body; ``StopAsyncIteration`` at the end."""
+        if self._failed:
+            raise StopAsyncIteration
+        try:
+            return success_body(self._id, await self._results.next())
+        except StopAsyncIteration:
+            raise
+        except RpcError as exc:
+            self._failed = True
+            return encode(failure(self._id, exc))
+        except Exception:
+            self._failed = True
+            log.exception("stream failed")
+            return encode(failure(self._id, InternalError("internal error")))
+
+    async def aclose(self) -> None:
+        await self._results.aclose()
 
 
 class RpcDispatcher:
@@ -120,7 +156,16 @@ class RpcDispatcher:
             request = parse_request(body)
             method = request.method if request.method in self._methods else "unknown"
             result = await self._call(caller, request, version)
-            outcome = RpcOutcome(200, success_body(request.id, result))
+            if isinstance(result, StreamResult):
+                outcome = RpcOutcome(
+                    200,
+                    b"",
+                    media_type="text/event-stream",
+                    headers={"Cache-Control": "no-store"},
+                    stream=EncodedStream(request.id, result),
+                )
+            else:
+                outcome = RpcOutcome(200, success_body(request.id, result))
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:

@@ -31,12 +31,17 @@ TENANT_ID_RE = r"[a-z0-9][a-z0-9-]{0,62}"  # CONTRACT §8, full match
 _TENANT_ID = re.compile(TENANT_ID_RE)
 
 # What the edge itself provides to every tenant (CONTRACT §4): a manifest may restate these
-# flags but never contradict them. Streaming is off in this build (SendStreamingMessage → -32004).
+# flags but never contradict them. Streaming: SendStreamingMessage and SubscribeToTask over SSE
+# (docs/protocol.md).
 EDGE_CAPABILITY_FLAGS: dict[str, bool] = {
-    "streaming": False,
+    "streaming": True,
     "pushNotifications": True,
     "extendedAgentCard": True,
 }
+
+# Flags a stored manifest may state either way, the edge's value served: manifests written when
+# this edge did not stream had to say ``streaming: false``, and they stay valid.
+_RESTATED_EITHER_WAY = frozenset({"streaming"})
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_AGENT_CONFIG_BYTES = 256 * 1024  # every edge reloads every tenant's row on refresh
@@ -236,6 +241,8 @@ def _round_trip(message_type: Any, data: dict[str, Any], where: str) -> dict[str
 def _check_capabilities(capabilities: dict[str, Any]) -> None:
     _round_trip(AgentCapabilities, capabilities, "capabilities")
     for flag, edge_value in EDGE_CAPABILITY_FLAGS.items():
+        if flag in _RESTATED_EITHER_WAY:
+            continue
         if flag in capabilities and capabilities[flag] is not edge_value:
             raise ValueError(f"capabilities.{flag}: must be {str(edge_value).lower()} on this edge")
     for index, extension in enumerate(capabilities.get("extensions") or []):

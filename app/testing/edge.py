@@ -71,6 +71,9 @@ class EdgeHarness:
     identity: dict[str, Any] = field(
         default_factory=lambda: {"key": "user-1", "name": "Test User", "kind": "user"}
     )
+    # The ASGI app itself, for tests that drive a response as it is sent (SSE streams: the
+    # httpx transport hands back a body only once it ended).
+    app: Any = None
 
     @property
     def endpoint(self) -> str:
@@ -176,7 +179,9 @@ async def edge_harness(
         for service in services.background:
             await service.start()
         try:
-            yield EdgeHarness(settings=settings, services=services, client=client, gateway=kit)
+            yield EdgeHarness(
+                settings=settings, services=services, client=client, gateway=kit, app=app
+            )
         finally:
             for service in reversed(services.background):
                 await service.stop()

@@ -36,7 +36,7 @@ def test_stub_card_content(settings: Settings, key: SigningKey) -> None:
         }
     ]
     assert card["capabilities"] == {
-        "streaming": False,
+        "streaming": True,
         "pushNotifications": True,
         "extendedAgentCard": True,
     }

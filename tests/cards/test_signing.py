@@ -97,7 +97,7 @@ def test_without_schemes_requirements_stay_and_schemes_are_absent(
         lambda c: c.__setitem__("name", c["name"] + "!"),
         lambda c: c.__setitem__("version", "9.9.9"),
         lambda c: c["supportedInterfaces"][0].__setitem__("url", "https://evil.test/a2a"),
-        lambda c: c["capabilities"].__setitem__("streaming", True),
+        lambda c: c["capabilities"].__setitem__("streaming", False),
         lambda c: c["securitySchemes"]["gatewayJwt"]["httpAuthSecurityScheme"].__setitem__(
             "scheme", "basic"
         ),

@@ -28,8 +28,11 @@ def vector_service(vector_key: SigningKey) -> CardService:
         card_description="an agent behind the A2A edge",
         card_version="0.1.0",
     )
-    # The vector was produced without advertised security schemes and without skills.
-    options = CardOptions(advertise_security_schemes=False, deployment_skill=False)
+    # The vector was produced without advertised security schemes, without skills, and when
+    # the edge did not stream.
+    options = CardOptions(
+        advertise_security_schemes=False, deployment_skill=False, advertise_streaming=False
+    )
     return CardService(settings, vector_key, options=options)
 
 

@@ -154,8 +154,11 @@ async def test_unknown_methods_are_32601(edge: EdgeHarness, method: str) -> None
 
 
 @pytest.mark.parametrize("method", ["SendStreamingMessage", "SubscribeToTask"])
-async def test_streaming_methods_are_unsupported(edge: EdgeHarness, method: str) -> None:
-    assert _error(await edge.rpc(method, {}))["error"]["code"] == -32004
+async def test_streaming_methods_check_params_before_streaming(
+    edge: EdgeHarness, method: str
+) -> None:
+    # Served now (tests/tasks/test_streams.py); bad params are a plain -32602 answer.
+    assert _error(await edge.rpc(method, {}))["error"]["code"] == -32602
 
 
 async def test_extended_card_is_the_addressed_tenants(edge: EdgeHarness) -> None:

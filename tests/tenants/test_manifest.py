@@ -173,7 +173,6 @@ EXT = {"uri": "https://ext.test/v1"}
         (_text(skills=[SKILL, SKILL]), "unique"),
         (_text(capabilities={"bogus": True}), "capabilities: not a valid A2A AgentCapabilities"),
         (_text(capabilities={"pushNotifications": "yes"}), "capabilities"),
-        (_text(capabilities={"streaming": True}), "capabilities.streaming: must be false"),
         (_text(capabilities={"pushNotifications": False}), "capabilities.pushNotifications"),
         (_text(capabilities={"extendedAgentCard": False}), "capabilities.extendedAgentCard"),
         (_text(capabilities=[]), "capabilities"),
@@ -273,3 +272,10 @@ def test_from_data_refuses_non_objects() -> None:
 def test_model_validate_applies_the_same_rules() -> None:
     with pytest.raises(ValidationError):
         TenantManifest.model_validate({**BASE, "skills": [SKILL, SKILL]})
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_streaming_may_be_stated_either_way_and_the_edge_serves_true(stated: bool) -> None:
+    # Manifests written while the edge did not stream said false; they stay valid.
+    manifest = TenantManifest.from_json_text(_text(capabilities={"streaming": stated}))
+    assert manifest.card_fields()["capabilities"]["streaming"] is True

@@ -3,6 +3,7 @@
 from app.db.models.base import Base
 from app.db.models.push import PushConfigRow, PushOutboxRow
 from app.db.models.session_entries import SessionEntryRow
+from app.db.models.task_events import TaskEventRow
 from app.db.models.tasks import ActorRow, SessionRow, TaskMessageRow, TaskRow, TurnRow
 from app.db.models.tenants import TenantRow
 
@@ -13,6 +14,7 @@ __all__ = [
     "PushOutboxRow",
     "SessionEntryRow",
     "SessionRow",
+    "TaskEventRow",
     "TaskMessageRow",
     "TaskRow",
     "TenantRow",

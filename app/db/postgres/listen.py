@@ -33,15 +33,27 @@ def asyncpg_dsn(database_url: str) -> str:
 
 class Listener:
     """``run()`` listens on ``channel`` until cancelled, calling ``on_notify`` for every
-    notification and once on every (re)connect."""
+    notification and once on every (re)connect; ``on_payload``, when given, also receives each
+    notification's payload."""
 
-    def __init__(self, database_url: str, channel: str, on_notify: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        channel: str,
+        on_notify: Callable[[], None],
+        on_payload: Callable[[str], None] | None = None,
+    ) -> None:
         self._dsn = asyncpg_dsn(database_url)
         self._channel = channel
         self._on_notify = on_notify
+        self._on_payload = on_payload
 
-    def _notified(self, *_args: Any) -> None:
-        self._on_notify()
+    def _notified(self, *args: Any) -> None:
+        # asyncpg calls (connection, pid, channel, payload).
+        if self._on_payload is not None and len(args) == 4 and isinstance(args[3], str):
+            self._on_payload(args[3])
+        else:
+            self._on_notify()
 
     async def run(self) -> None:
         delay = 1.0

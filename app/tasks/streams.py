@@ -1,0 +1,225 @@
+"""Task streams: SendStreamingMessage and SubscribeToTask (A2A 1.0 §3.1.2, §3.1.6, §3.2.3).
+
+A stream's first event is the Task, then every status and artifact update in order, and it
+ends after a terminal or interrupted state (INPUT_REQUIRED, AUTH_REQUIRED). Events come from
+the task's event log in the database (``app.db.task_events``), never from this process's
+memory, so a stream on any process sees the work of a worker on any other; the log is read a
+bounded batch at a time when its task changed (``TaskEventWakeups``) or a poll comes due, so a
+slow reader holds one batch, whatever the backlog.
+
+Bounds: open streams per caller and per process (``StreamSlots``), taken before anything is
+read or accepted and given back when the stream ends for any reason (the client went away
+included).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+from google.protobuf import json_format
+
+from app.db.signals import TaskEventWakeups, Wakeup
+from app.db.task_events import EventHead, TaskEventStore
+from app.errors import TaskNotFound, TooManyStreams, UnsupportedOperation
+from app.rpc.context import StreamResult
+from app.security.caller import CallerScope
+from app.tasks.states import INTERRUPTED, TERMINAL
+from app.text import shown
+
+# Events read per query: what one stream holds in memory at most.
+BATCH = 64
+
+Release = Callable[[], None]
+
+
+class StreamSlots:
+    """Open streams per caller ``(tenant, identity)`` and in this process."""
+
+    def __init__(self, *, per_identity: int, per_process: int) -> None:
+        self._per_identity = per_identity
+        self._per_process = per_process
+        self._open: Counter[tuple[str, str]] = Counter()
+        self._total = 0
+
+    @property
+    def open_streams(self) -> int:
+        return self._total
+
+    def acquire(self, scope: CallerScope) -> Release:
+        """Take a slot, or ``TooManyStreams``; the returned function gives it back (once)."""
+        key = (scope.tenant, scope.identity)
+        if self._total >= self._per_process:
+            raise TooManyStreams(
+                "too many open streams on this server; retry later or use push notifications",
+                metadata={"limit": str(self._per_process), "scope": "process"},
+            )
+        if self._open[key] >= self._per_identity:
+            raise TooManyStreams(
+                f"too many open streams for this caller (at most {self._per_identity})",
+                metadata={"limit": str(self._per_identity), "scope": "identity"},
+            )
+        self._open[key] += 1
+        self._total += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self._total -= 1
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
+
+        return release
+
+
+@dataclass(frozen=True)
+class StreamTiming:
+    poll_seconds: float
+
+
+def ends_stream(status: dict[str, Any]) -> bool:
+    state = status.get("state")
+    return state in TERMINAL or state in INTERRUPTED
+
+
+class TaskStreams:
+    """Opens streams on the caller's tasks; every read takes ``scope`` (-32001 otherwise)."""
+
+    def __init__(
+        self,
+        store: TaskEventStore,
+        wakeups: TaskEventWakeups,
+        slots: StreamSlots,
+        timing: StreamTiming,
+    ) -> None:
+        self._store = store
+        self._wakeups = wakeups
+        self.slots = slots
+        self._timing = timing
+
+    async def open(
+        self,
+        scope: CallerScope,
+        task_id: str,
+        read_task: Callable[[], Any],
+        *,
+        release: Release,
+        refuse_terminal: bool,
+    ) -> StreamResult:
+        """The stream of ``task_id``, its slot ``release`` given back when it ends; errors
+        (-32001, and -32004 for a terminal task to subscribe to, A2A §3.1.6) are raised here,
+        before the first event. ``read_task`` reads the full Task (with history)."""
+        wakeup, unwatch = self._wakeups.watch(scope.tenant, task_id)
+        try:
+            # Watching first: a change committed after this read wakes the stream.
+            head = await self._store.head(scope, task_id)
+            if head is None:
+                raise TaskNotFound(f"task '{shown(task_id)}' not found")
+            if refuse_terminal and head.status.get("state") in TERMINAL:
+                raise UnsupportedOperation(
+                    f"task '{shown(task_id)}' is in a terminal state; GetTask reads it",
+                    reason="task_terminal",
+                )
+            task: dict[str, Any] = await read_task()
+        except BaseException:
+            unwatch()
+            release()
+            raise
+
+        def done() -> None:
+            unwatch()
+            release()
+
+        follower = _Follower(self._store, scope, task_id, head, self._timing.poll_seconds)
+        return StreamResult(follower.events(_first_task(task, head), wakeup), done)
+
+
+def _first_task(task: dict[str, Any], head: EventHead) -> dict[str, Any]:
+    """The Task as of the log position the stream continues from: status and artifacts from
+    the head (one snapshot with the position), the rest (history, metadata) as read."""
+    first = {**task, "status": head.status}
+    if head.artifacts:
+        first["artifacts"] = head.artifacts
+    else:
+        first.pop("artifacts", None)
+    return first
+
+
+class _Follower:
+    """Reads one task's log on from a head and turns it into StreamResponse results."""
+
+    def __init__(
+        self,
+        store: TaskEventStore,
+        scope: CallerScope,
+        task_id: str,
+        head: EventHead,
+        poll_seconds: float,
+    ) -> None:
+        self._store = store
+        self._scope = scope
+        self._task_id = task_id
+        self._context_id = head.context_id
+        self._seq = head.seq
+        self._status = head.status
+        self._artifacts = {_artifact_id(a): a for a in head.artifacts}
+        self._poll = poll_seconds
+
+    async def events(
+        self, first: dict[str, Any], wakeup: Wakeup
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        yield {"task": first}
+        if ends_stream(self._status):
+            return
+        while True:
+            batch = await self._store.after(self._scope, self._task_id, self._seq, BATCH)
+            for event in batch:
+                self._seq = event.seq
+                for result in self._changes(event.status, event.artifacts):
+                    yield result
+                if ends_stream(self._status):
+                    return
+            if len(batch) < BATCH:
+                await wakeup.wait(self._poll)
+
+    def _changes(self, status: dict[str, Any], artifacts: list[Any] | None) -> list[dict[str, Any]]:
+        """Artifact updates first (a final status ends the stream), then the status update."""
+        results = []
+        for artifact in artifacts or ():
+            key = _artifact_id(artifact)
+            if self._artifacts.get(key) != artifact:
+                self._artifacts[key] = artifact
+                results.append(self._artifact_update(artifact))
+        if status != self._status:
+            self._status = status
+            results.append(self._status_update(status))
+        return results
+
+    def _status_update(self, status: dict[str, Any]) -> dict[str, Any]:
+        event = TaskStatusUpdateEvent(task_id=self._task_id, context_id=self._context_id)
+        json_format.ParseDict(status, event.status, ignore_unknown_fields=True)
+        return _wire(StreamResponse(status_update=event))
+
+    def _artifact_update(self, artifact: dict[str, Any]) -> dict[str, Any]:
+        # The whole artifact each time (append false): A2A §4.2.2, a replacement.
+        event = TaskArtifactUpdateEvent(
+            task_id=self._task_id, context_id=self._context_id, last_chunk=True
+        )
+        json_format.ParseDict(artifact, event.artifact, ignore_unknown_fields=True)
+        return _wire(StreamResponse(artifact_update=event))
+
+
+def _artifact_id(artifact: Any) -> str:
+    return str(artifact.get("artifactId", "")) if isinstance(artifact, dict) else ""
+
+
+def _wire(message: StreamResponse) -> dict[str, Any]:
+    doc: dict[str, Any] = json_format.MessageToDict(message)
+    return doc

@@ -1,0 +1,181 @@
+"""SendStreamingMessage and SubscribeToTask over SSE (A2A 1.0 §3.1.2, §3.1.6), on both
+backends: the order of events of a scripted turn, subscribing to a running task, isolation
+(-32001), a terminal task (-32004), the bounds (-32000), a disconnecting subscriber and
+heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.tasks import states
+from app.testing.edge import EdgeHarness, edge_harness
+from tests.polling import poll_until
+from tests.tasks.conftest import send_params
+from tests.tasks.sse_client import SseCall
+
+OTHER = {"key": "user-2", "name": "Other", "kind": "user"}
+
+
+@pytest.fixture
+async def live(db_url: str) -> AsyncIterator[EdgeHarness]:
+    async with edge_harness(
+        db_url,
+        background=True,
+        stream_max_per_identity=2,
+        stream_max_per_process=3,
+        stream_heartbeat_seconds=0.2,
+        stream_poll_seconds=0.05,
+    ) as harness:
+        await harness.add_tenant("open", agent="scripted", require_push_config=False)
+        harness.default_tenant = "open"
+        yield harness
+
+
+def _state(result: dict[str, Any]) -> str:
+    if "task" in result:
+        return str(result["task"]["status"]["state"])
+    return str(result["statusUpdate"]["status"]["state"])
+
+
+def _text(status: dict[str, Any]) -> str | None:
+    message = status.get("message")
+    return None if message is None else str(message["parts"][0]["text"])
+
+
+async def _start(edge: EdgeHarness, script: str, message_id: str = "m-1", **kw: Any) -> str:
+    params = send_params(message_id, script, push=None, returnImmediately=True)
+    task = (await edge.result("SendMessage", params, **kw))["task"]
+    return str(task["id"])
+
+
+async def _state_of(edge: EdgeHarness, task_id: str, wanted: str) -> None:
+    async def reached() -> bool | None:
+        got = await edge.result("GetTask", {"id": task_id})
+        return True if got["status"]["state"] == wanted else None
+
+    await poll_until(reached, 10, interval=0.02, what=wanted)
+
+
+async def test_a_scripted_turn_streams_every_event_in_order(live: EdgeHarness):
+    script = 'progress one\nartifact text A\nprogress two\nartifact data {"n": 1}\nreply done'
+    params = send_params("s-1", script, push=None)
+    async with SseCall(live, "SendStreamingMessage", params) as call:
+        assert call.status == 200
+        assert call.headers["content-type"] == "text/event-stream"
+        results = await call.events()
+    first, *updates = results
+    assert first["task"]["status"]["state"] == states.SUBMITTED
+    task_id = first["task"]["id"]
+    kinds = [next(iter(r)) for r in updates]
+    assert kinds[-1] == "statusUpdate"
+    assert _state(updates[-1]) == states.COMPLETED
+    assert _text(updates[-1]["statusUpdate"]["status"]) == "done"
+    progress = [
+        _text(r["statusUpdate"]["status"])
+        for r in updates
+        if "statusUpdate" in r and _state(r) == states.WORKING
+    ]
+    assert [p for p in progress if p] == ["one", "two"]
+    artifacts = [r["artifactUpdate"] for r in updates if "artifactUpdate" in r]
+    assert [a["artifact"]["parts"][0] for a in artifacts] == [{"text": "A"}, {"data": {"n": 1}}]
+    assert kinds.index("artifactUpdate") < len(kinds) - 1
+    for update in updates:
+        event = next(iter(update.values()))
+        assert event["taskId"] == task_id
+        assert event["contextId"] == first["task"]["contextId"]
+    # Every state change is there once, in order: no state goes back.
+    order = [states.SUBMITTED, states.WORKING, states.COMPLETED]
+    seen = [_state(r) for r in results if "artifactUpdate" not in r]
+    assert seen == sorted(seen, key=order.index)
+
+
+async def test_subscribe_to_a_running_task(live: EdgeHarness):
+    task_id = await _start(live, "progress started\nsleep 0.5\nprogress later\nreply finished")
+    await _state_of(live, task_id, states.WORKING)
+    async with SseCall(live, "SubscribeToTask", {"id": task_id}) as call:
+        results = await call.events()
+    assert results[0]["task"]["id"] == task_id
+    assert results[0]["task"]["status"]["state"] == states.WORKING
+    assert _state(results[-1]) == states.COMPLETED
+    texts = [_text(r["statusUpdate"]["status"]) for r in results[1:] if "statusUpdate" in r]
+    assert texts[-2:] == ["later", "finished"]
+
+
+async def test_an_interrupted_state_ends_the_stream(live: EdgeHarness):
+    async with SseCall(
+        live, "SendStreamingMessage", send_params("q-1", "ask which color?", push=None)
+    ) as call:
+        results = await call.events()
+    assert _state(results[-1]) == states.INPUT_REQUIRED
+
+
+async def test_another_callers_task_is_not_found(live: EdgeHarness):
+    task_id = await _start(live, "sleep 5\nreply late")
+    for params in ({"id": task_id}, {"id": "no-such-task"}):
+        async with SseCall(live, "SubscribeToTask", params, identity=OTHER) as call:
+            assert call.headers["content-type"].startswith("application/json")
+            error = json.loads(await call.body())["error"]
+        assert error["code"] == -32001
+    await live.result("CancelTask", {"id": task_id})
+
+
+async def test_a_terminal_task_cannot_be_subscribed(live: EdgeHarness):
+    task_id = await _start(live, "reply quick")
+    await _state_of(live, task_id, states.COMPLETED)
+    response = await live.rpc("SubscribeToTask", {"id": task_id})
+    assert response.json()["error"]["code"] == -32004
+
+
+async def test_bounds_refuse_before_streaming_and_a_disconnect_frees_the_slot(live: EdgeHarness):
+    task_id = await _start(live, "sleep 30\nreply late")
+    third = {"key": "user-3"}
+    async with (
+        SseCall(live, "SubscribeToTask", {"id": task_id}) as one,
+        SseCall(live, "SubscribeToTask", {"id": task_id}) as two,
+    ):
+        assert (await one.event())["result"]["task"]["id"] == task_id
+        assert (await two.event())["result"]["task"]["id"] == task_id
+        # Per identity (2): a third stream of the same caller is refused.
+        response = await live.rpc("SubscribeToTask", {"id": task_id})
+        error = response.json()["error"]
+        assert error["code"] == -32000
+        assert error["data"][0]["reason"] == "RESOURCE_EXHAUSTED"
+        refused = await live.rpc("SendStreamingMessage", send_params("x-1", "reply no", push=None))
+        assert refused.json()["error"]["code"] == -32000
+        # Refused before anything was accepted.
+        assert (await live.rpc("GetTask", {"id": "x-1"})).json()["error"]["code"] == -32001
+        own_task = await _start(live, "sleep 30\nreply late", "o-1", identity=third)
+        async with SseCall(live, "SubscribeToTask", {"id": task_id}, identity=third) as own:
+            # user-3 cannot see user-1's task: -32001, and its slot is given back at once.
+            assert json.loads(await own.body())["error"]["code"] == -32001
+        await one.disconnect()
+        async with (
+            SseCall(live, "SubscribeToTask", {"id": task_id}) as again,
+            SseCall(live, "SubscribeToTask", {"id": own_task}, identity=third) as mine,
+        ):
+            assert (await again.event())["result"]["task"]["id"] == task_id
+            assert (await mine.event())["result"]["task"]["id"] == own_task
+            # Per process (3): two of user-1 and one of user-3 are open now.
+            response = await live.rpc("SubscribeToTask", {"id": "any"}, identity=OTHER)
+            error = response.json()["error"]
+            assert error["code"] == -32000
+            assert error["data"][0]["metadata"]["scope"] == "process"
+    await live.result("CancelTask", {"id": task_id})
+    await live.result("CancelTask", {"id": own_task}, identity=third)
+
+
+async def test_heartbeats_while_nothing_happens_and_cancel_ends_the_stream(live: EdgeHarness):
+    task_id = await _start(live, "sleep 30\nreply late")
+    await _state_of(live, task_id, states.WORKING)
+    async with SseCall(live, "SubscribeToTask", {"id": task_id}) as call:
+        assert (await call.event())["result"]["task"]["id"] == task_id
+        await asyncio.sleep(0.7)
+        await live.result("CancelTask", {"id": task_id})
+        results = await call.events()
+        assert call.heartbeats >= 2
+    assert _state(results[-1]) == states.CANCELED
