@@ -30,7 +30,7 @@ from app.db.postgres.listen import Listener
 
 # The channels, the only place they are named (the worker's and the deliverers' LISTEN,
 # the writers' NOTIFY). The third is notified by the trigger that logs a task's changes
-# (migrations/versions/0007_task_events.py spells it in SQL; a test holds the two equal), with
+# (migrations/versions/0008_task_events.py spells it in SQL; a test holds the two equal), with
 # the task's ``[tenant, id]`` as JSON payload, and heard by the streams of every process.
 TURNS_CHANNEL: Final = "looping_turns"
 PUSH_CHANNEL: Final = "looping_push"

@@ -44,5 +44,5 @@ async def test_every_change_of_status_or_artifacts_is_logged_once(database: Data
 
 
 def test_the_trigger_notifies_the_channel_signals_names():
-    migration = Path(__file__).parents[2] / "migrations" / "versions" / "0007_task_events.py"
+    migration = Path(__file__).parents[2] / "migrations" / "versions" / "0008_task_events.py"
     assert f"pg_notify('{TASK_EVENTS_CHANNEL}'" in migration.read_text()

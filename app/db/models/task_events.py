@@ -2,7 +2,7 @@
 
 One row per change of a task's status or artifacts, written by database triggers on ``tasks``
 in the very transaction (and under the same fence) as the change itself
-(``migrations/versions/0007_task_events.py``), so no writer can forget one and a rolled-back
+(``migrations/versions/0008_task_events.py``), so no writer can forget one and a rolled-back
 write leaves none. ``id`` is one sequence for all tasks; per task it grows in commit order,
 because every write of a task holds that task's row lock while its trigger takes the next id.
 """

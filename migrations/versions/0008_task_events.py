@@ -1,8 +1,8 @@
 """task events: the per-task log streams are read from (A2A 1.0 SendStreamingMessage,
 SubscribeToTask)
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 
 Triggers on ``tasks`` append a row for every change of a task's status or artifacts, in the
 transaction of the change (so every writer, on either backend, is covered without knowing of
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
