@@ -6,9 +6,10 @@ Revises: 0007
 
 Triggers on ``tasks`` append a row for every change of a task's status or artifacts, in the
 transaction of the change (so every writer, on either backend, is covered without knowing of
-streams), and delete a task's rows with the task. On PostgreSQL the trigger also sends
-``NOTIFY looping_task_events`` (the channel ``app.db.signals.TASK_EVENTS_CHANNEL`` names), with
-the task's ``[tenant, id]`` as payload, delivered at commit.
+streams), and delete a task's rows with the task. On PostgreSQL the trigger also sends, for a
+change of an existing task, ``NOTIFY looping_task_events`` (the channel
+``app.db.signals.TASK_EVENTS_CHANNEL`` names) with the task's ``[tenant, id]`` as payload,
+delivered at commit.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ BEGIN
     INSERT INTO task_events (tenant, task_id, status, artifacts)
     VALUES (NEW.tenant, NEW.id, NEW.status,
             CASE WHEN NEW.artifacts = '[]'::jsonb THEN NULL ELSE NEW.artifacts END);
+    -- Nobody can be following a task before it exists: no NOTIFY (each one serialises
+    -- commits on the notification queue, so the new-task accept skips it).
+    RETURN NULL;
   ELSIF NEW.status IS DISTINCT FROM OLD.status
         OR NEW.artifacts IS DISTINCT FROM OLD.artifacts THEN
     INSERT INTO task_events (tenant, task_id, status, artifacts)

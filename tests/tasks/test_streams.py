@@ -179,3 +179,17 @@ async def test_heartbeats_while_nothing_happens_and_cancel_ends_the_stream(live:
         results = await call.events()
         assert call.heartbeats >= 2
     assert _state(results[-1]) == states.CANCELED
+
+
+@pytest.mark.postgres
+async def test_on_postgres_a_notification_wakes_the_stream_long_before_its_poll(pg_url: str):
+    async with edge_harness(pg_url, background=True, poll_seconds=30) as edge:
+        await edge.add_tenant("open", agent="scripted", require_push_config=False)
+        edge.default_tenant = "open"
+        task_id = await _start(edge, "sleep 0.5\nprogress a\nsleep 0.3\nreply b")
+        await _state_of(edge, task_id, states.WORKING)
+        started = asyncio.get_running_loop().time()
+        async with SseCall(edge, "SubscribeToTask", {"id": task_id}) as call:
+            results = await call.events(timeout=10)
+        assert _state(results[-1]) == states.COMPLETED
+        assert asyncio.get_running_loop().time() - started < 10
