@@ -10,15 +10,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
+import pytest
 from sqlalchemy import update
 
+from app.db.engine import Database
 from app.db.models import TurnRow
+from app.errors import TooManyRequests
 from app.security.caller import CallerScope
+from app.settings import load_settings
 from app.tasks import states
+from app.tasks.accept import Acceptor, QueueBound
 from app.tasks.outcome import TurnOutcome
+from app.tasks.push_secrets import PushSecrets
+from app.tasks.send_params import parse_send_message
 from app.tasks.turn_writes import TurnWrites
+from app.tenants.registry import TenantRecord
 from app.testing.edge import EdgeHarness, edge_harness
-from tests.tasks.conftest import hold_lease, send_params, turns
+from tests.tasks.conftest import GATEWAY, hold_lease, send_params, turns
 
 USER = CallerScope(tenant="demo", identity="user-1")
 
@@ -109,3 +117,33 @@ async def test_no_bound_when_the_setting_is_zero(db_url: str) -> None:
     async with bounded_edge(db_url, 0) as edge:
         for n in range(40):
             _task_id(await _new(edge, f"m-{n}"))
+
+
+@pytest.mark.postgres
+async def test_two_processes_overshoot_the_bound_by_at_most_one_turn(pg_url: str) -> None:
+    """Two storages on one database stand for two edge processes: each runs its bounded
+    accepts of an identity one at a time, but does not see the other's statement in flight
+    (the documented limit, ``app.db.postgres.accepts``)."""
+    settings = load_settings(gateway_origins=[GATEWAY])
+    tenant = TenantRecord(id="demo", manifest={}, require_push_config=False)
+    dbs = [Database(pg_url) for _ in range(2)]
+    try:
+        acceptors = [
+            Acceptor(db, PushSecrets(b"x" * 32), QueueBound(5, retry_after_seconds=7)) for db in dbs
+        ]
+
+        async def one(n: int) -> bool:
+            params = send_params(f"m-{n}", push=False)
+            request = parse_send_message(params, tenant=tenant, allowlist=settings.allowlist)
+            try:
+                await acceptors[n % 2].accept(USER, request)
+            except TooManyRequests:
+                return False
+            return True
+
+        accepted = sum(await asyncio.gather(*(one(n) for n in range(30))))
+        assert 5 <= accepted <= 6, accepted
+        assert len(await turns(dbs[0])) == accepted
+    finally:
+        for db in dbs:
+            await db.dispose()
