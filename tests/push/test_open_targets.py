@@ -16,7 +16,7 @@ from app.db.push_outbox import DeadLetter
 from app.push.dead_letters import list_dead
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
-from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
+from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver, redirect
 from tests.polling import poll_until
 from tests.push.conftest import FAST
 
@@ -37,6 +37,15 @@ async def open_edge(
         await edge.add_tenant("open-t", agent="scripted", profile="open", require_push_config=False)
         await edge.add_tenant("gw", agent="scripted")
         yield edge, rx
+
+
+async def _dead_letter(edge: EdgeHarness) -> DeadLetter:
+    async def dead() -> list[DeadLetter] | None:
+        letters = await list_dead(edge.services.db)
+        return letters or None
+
+    (letter,) = await poll_until(dead, 20, what="the dead letter")
+    return letter
 
 
 def _send(text: str, url: str | None = None, token: str = "tok-1", n: int = 1) -> dict[str, Any]:
@@ -144,11 +153,18 @@ async def test_a_tenant_switched_back_to_gateway_stops_reaching_its_targets(db_u
         await edge.result("SendMessage", params, tenant="open-t")
         await edge.services.tenant_store.update("open-t", profile="gateway")
         edge.services.tenants.invalidate()
-
-        async def dead() -> list[DeadLetter] | None:
-            letters = await list_dead(edge.services.db)
-            return letters or None
-
-        (letter,) = await poll_until(dead, 20, what="the dead letter")
+        letter = await _dead_letter(edge)
         assert letter.last_error == "push url is not an allowed gateway"
         assert rx.requests == []
+
+
+async def test_a_redirect_to_the_metadata_address_is_not_followed(db_url: str) -> None:
+    async with open_edge(db_url, push_allow_private_targets=True) as (edge, rx):
+        url, token = rx.endpoint()
+        rx.fault = redirect("http://169.254.169.254/latest/meta-data/")
+        params = _send("reply hi", url, token)
+        params["configuration"]["returnImmediately"] = True
+        await edge.result("SendMessage", params, tenant="open-t")
+        letter = await _dead_letter(edge)
+        assert letter.last_status == 307 and len(rx.requests) == 1
+        assert letter.last_error == "HTTP 307 (redirects are not followed)"
