@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from app.origins import OriginAllowlist, OriginError, parse_url
-from app.push.pinning import ResolveFailed, pin
+from app.push.pinning import ResolveFailed, pin, system_resolver
 from app.push_targets import PushTargets, TargetRefused, refusal
 
 ALLOWLIST = OriginAllowlist.from_entries(["https://gateway.test"], allow_loopback_http=False)
@@ -179,3 +179,9 @@ async def test_development_http_stays_off_the_public_internet() -> None:
         await pin(parsed, DEV, Resolver([PUBLIC_V4]))
     pinned = await pin(parsed, DEV, Resolver(["127.0.0.1"]))
     assert pinned.url == "http://127.0.0.1:80/" and pinned.extensions == {}
+
+
+async def test_the_system_resolver_answers_addresses_the_rules_then_judge() -> None:
+    # localhost is in /etc/hosts: no network needed. Loopback, so the strict rules refuse it.
+    addresses = await system_resolver("localhost", 443)
+    assert addresses and all(refusal(ipaddress.ip_address(a)) for a in addresses)

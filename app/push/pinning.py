@@ -34,7 +34,11 @@ class ResolveFailed(Exception):
 async def system_resolver(host: str, port: int) -> list[str]:
     """The addresses ``host`` resolves to, through the system's resolver."""
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        # AI_ADDRCONFIG: only families this host can reach (the first address is the one
+        # used; an AAAA answer on an IPv4-only host would fail every attempt).
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_ADDRCONFIG
+        )
     except (OSError, UnicodeError):
         raise ResolveFailed("name resolution failed") from None
     return [str(info[4][0]) for info in infos]
