@@ -145,11 +145,26 @@ class TaskEventWakeups:
         self._url = database_url
         self._watchers: dict[TaskKey, set[Wakeup]] = {}
         self._listener: asyncio.Task[None] | None = None
+        # Per watched task, how many notifications this process heard for it (``generation``).
+        self._heard_count: dict[TaskKey, int] = {}
+        self._epoch = 0
 
     def poll_seconds(self, *, polled: float, listened: float) -> float:
         """How often a stream re-reads its task's log: ``listened`` behind ``LISTEN``,
         ``polled`` where nothing is heard."""
         return polled if self._url is None else listened
+
+    def generation(self, tenant: str, task_id: str) -> tuple[int, int] | None:
+        """Changes with every notification heard for the task (and every reconnect): a read of
+        the task's log made in one generation stays current until the next. ``None`` where
+        nothing is heard (a read is never known to be current)."""
+        if self._url is None:
+            return None
+        return self._epoch, self._heard_count.get((tenant, task_id), 0)
+
+    def watching(self, tenant: str, task_id: str) -> bool:
+        """Whether a stream of this process still follows the task."""
+        return (tenant, task_id) in self._watchers
 
     def watch(self, tenant: str, task_id: str) -> tuple[Wakeup, Callable[[], None]]:
         """A wake-up for changes of the task, and the function that stops watching."""
@@ -167,6 +182,7 @@ class TaskEventWakeups:
                 watchers.discard(wakeup)
                 if not watchers:
                     del self._watchers[key]
+                    self._heard_count.pop(key, None)
 
         return wakeup, unwatch
 
@@ -176,10 +192,16 @@ class TaskEventWakeups:
         except (ValueError, TypeError):
             self._wake_all()
             return
-        for wakeup in self._watchers.get((tenant, task_id), ()):
+        key = (tenant, task_id)
+        watchers = self._watchers.get(key)
+        if not watchers:
+            return
+        self._heard_count[key] = self._heard_count.get(key, 0) + 1
+        for wakeup in watchers:
             wakeup.notify()
 
     def _wake_all(self) -> None:
+        self._epoch += 1
         for watchers in self._watchers.values():
             for wakeup in watchers:
                 wakeup.notify()

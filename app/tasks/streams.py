@@ -14,6 +14,7 @@ included).
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from a2a.types import StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateE
 from google.protobuf import json_format
 
 from app.db.signals import TaskEventWakeups, Wakeup
-from app.db.task_events import EventHead, TaskEventStore
+from app.db.task_events import EventHead, TaskEvent, TaskEventStore
 from app.errors import TaskNotFound, TooManyStreams, UnsupportedOperation
 from app.rpc.context import StreamResult
 from app.security.caller import CallerScope
@@ -79,6 +80,51 @@ class StreamSlots:
         return release
 
 
+_ReadKey = tuple[str, str, str]
+
+
+class SharedReads:
+    """One read of a task's log for all of this process's streams at the same position.
+
+    Streams that follow one task wake together and ask for the same batch: the first asks the
+    database, the others share its answer, as long as no notification for the task was heard
+    since that read began (``TaskEventWakeups.generation``: a later commit may be missing from
+    it). Where nothing is heard, every stream reads for itself. Only the newest read per task
+    is kept, and dropped with the task's last stream.
+    """
+
+    def __init__(self, store: TaskEventStore, wakeups: TaskEventWakeups) -> None:
+        self._store = store
+        self._wakeups = wakeups
+        self._reads: dict[_ReadKey, tuple[Any, int, asyncio.Future[list[TaskEvent]]]] = {}
+
+    async def after(self, scope: CallerScope, task_id: str, seq: int) -> list[TaskEvent]:
+        generation = self._wakeups.generation(scope.tenant, task_id)
+        if generation is None:
+            return await self._store.after(scope, task_id, seq, BATCH)
+        key = (scope.tenant, scope.identity, task_id)
+        kept = self._reads.get(key)
+        if kept is not None and kept[0] == generation and kept[1] == seq:
+            # Shielded: one stream going away must not cancel the read the others await.
+            shared: list[TaskEvent] = await asyncio.shield(kept[2])
+            return shared
+        read = asyncio.ensure_future(self._store.after(scope, task_id, seq, BATCH))
+        self._reads[key] = (generation, seq, read)
+        try:
+            own: list[TaskEvent] = await asyncio.shield(read)
+        except Exception:
+            kept = self._reads.get(key)
+            if kept is not None and kept[2] is read:
+                del self._reads[key]
+            raise
+        return own
+
+    def forget(self, scope: CallerScope, task_id: str) -> None:
+        """Drop the kept read once no stream of this process follows the task."""
+        if not self._wakeups.watching(scope.tenant, task_id):
+            self._reads.pop((scope.tenant, scope.identity, task_id), None)
+
+
 @dataclass(frozen=True)
 class StreamTiming:
     poll_seconds: float
@@ -101,6 +147,7 @@ class TaskStreams:
     ) -> None:
         self._store = store
         self._wakeups = wakeups
+        self._reads = SharedReads(store, wakeups)
         self.slots = slots
         self._timing = timing
 
@@ -135,9 +182,10 @@ class TaskStreams:
 
         def done() -> None:
             unwatch()
+            self._reads.forget(scope, task_id)
             release()
 
-        follower = _Follower(self._store, scope, task_id, head, self._timing.poll_seconds)
+        follower = _Follower(self._reads, scope, task_id, head, self._timing.poll_seconds)
         return StreamResult(follower.events(_first_task(task, head), wakeup), done)
 
 
@@ -157,13 +205,13 @@ class _Follower:
 
     def __init__(
         self,
-        store: TaskEventStore,
+        reads: SharedReads,
         scope: CallerScope,
         task_id: str,
         head: EventHead,
         poll_seconds: float,
     ) -> None:
-        self._store = store
+        self._reads = reads
         self._scope = scope
         self._task_id = task_id
         self._context_id = head.context_id
@@ -179,7 +227,7 @@ class _Follower:
         if ends_stream(self._status):
             return
         while True:
-            batch = await self._store.after(self._scope, self._task_id, self._seq, BATCH)
+            batch = await self._reads.after(self._scope, self._task_id, self._seq)
             for event in batch:
                 self._seq = event.seq
                 for result in self._changes(event.status, event.artifacts):
