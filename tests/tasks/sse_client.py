@@ -44,6 +44,8 @@ class SseCall:
         self.ended = False
         self._buffer = b""
         self._task: asyncio.Task[None] | None = None
+        self._stall_after: int | None = None
+        self._bodies = 0
 
     async def __aenter__(self) -> SseCall:
         self._task = asyncio.create_task(self._app(self._scope, self._receive, self._send))
@@ -67,7 +69,18 @@ class SseCall:
         return {"type": "http.disconnect"}
 
     async def _send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            self._bodies += 1
+            if self._stall_after is not None and self._bodies > self._stall_after:
+                # A client that stopped reading: the server's send waits (as on a full socket
+                # buffer) until the client goes away.
+                await self._gone.wait()
+                return
         await self.messages.put(message)
+
+    def stall_after(self, bodies: int) -> None:
+        """Take ``bodies`` response bodies (counting from the first), then read nothing."""
+        self._stall_after = bodies
 
     async def disconnect(self) -> None:
         self._gone.set()

@@ -193,3 +193,36 @@ async def test_on_postgres_a_notification_wakes_the_stream_long_before_its_poll(
             results = await call.events(timeout=10)
         assert _state(results[-1]) == states.COMPLETED
         assert asyncio.get_running_loop().time() - started < 10
+
+
+async def test_a_reader_that_never_reads_holds_the_stream_back_not_the_edge(live: EdgeHarness):
+    """Events are read from the database as the client takes them: a client that takes nothing
+    after the first event leaves the stream's reads where they were, however many events the
+    turn writes; its disconnect then frees the slot."""
+    store = live.services.db.storage.task_events
+    reads = 0
+    original = store.after
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await original(*args, **kwargs)
+
+    store.after = counted  # type: ignore[method-assign]
+    script = "sleep 0.3\n" + "".join(f"progress p{i}\n" for i in range(40)) + "reply done"
+    task_id = await _start(live, script)
+    async with SseCall(live, "SubscribeToTask", {"id": task_id}) as call:
+        call.stall_after(1)  # the client's buffer is full after the first event
+        await _state_of(live, task_id, states.COMPLETED)
+        await asyncio.sleep(0.3)
+        assert reads <= 2
+        await call.disconnect()
+    # Its slot is free again: two more streams of this caller are allowed.
+    other = await _start(live, "sleep 30\nreply late", "m-2")
+    async with (
+        SseCall(live, "SubscribeToTask", {"id": other}) as one,
+        SseCall(live, "SubscribeToTask", {"id": other}) as two,
+    ):
+        assert (await one.event())["result"]["task"]["id"] == other
+        assert (await two.event())["result"]["task"]["id"] == other
+    await live.result("CancelTask", {"id": other})
