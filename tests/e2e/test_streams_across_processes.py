@@ -1,7 +1,8 @@
 """A stream opened on one edge process shows every event of a turn run by a worker of another
 process, in order (issue 49), over real HTTP on PostgreSQL: ``looping-edge serve --no-worker``
 (A) answers the stream, ``looping-edge worker`` (B) runs the turn; nothing but the database
-connects them. The official a2a-sdk client streams from A too."""
+connects them. The official a2a-sdk client streams from A too; and a stream outlives the
+worker that dies mid-turn."""
 
 from __future__ import annotations
 
@@ -121,3 +122,47 @@ async def _sdk_client_streams(base: str, kit: GatewayKit) -> None:
         ]
     assert events[0].WhichOneof("payload") == "task"
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_stream_outlives_the_worker_that_dies_mid_turn(
+    pg_url: str, pg_database: Database, tmp_path: Path
+) -> None:
+    """kill -9 of the worker while a stream on the edge follows its turn: another worker takes
+    the turn over once the lease expires, and the same stream shows it to the end."""
+    await TenantStore(pg_database).add(
+        TenantRecord(
+            id="open", manifest=demo_manifest(), agent_kind="scripted", require_push_config=False
+        )
+    )
+    kit = GatewayKit()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(serve_jwks(kit))
+        env = edge_env(
+            pg_url, port=port, signing_jwk=generate_private_jwk("e2e-edge"), origins=[kit.origin]
+        )
+        argv = ["serve", "--port", str(port), "--no-worker", "--no-push"]
+        edge = stack.enter_context(process("serve", argv, env, tmp_path))
+        await wait_ready(base, edge)
+        doomed = stack.enter_context(process("worker-b", ["worker"], env, tmp_path))
+        headers = {**kit.bearer(audience=base + "/a2a", tenant="open"), "A2A-Version": "1.0"}
+        script = "progress one\nsleep 4\nprogress two\nreply done"
+        params = {
+            "tenant": "open",
+            "message": {"messageId": "k-1", "role": "ROLE_USER", "parts": [{"text": script}]},
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": params}
+        seen: list[str] = []
+        async with (
+            httpx.AsyncClient(trust_env=False, timeout=60) as client,
+            client.stream("POST", base + "/a2a", json=body, headers=headers) as response,
+        ):
+            async for event in _sse(response):
+                seen.append(_describe(event["result"]))
+                if seen[-1].endswith(":one") and doomed.proc.poll() is None:
+                    doomed.kill9()
+                    stack.enter_context(process("worker-c", ["worker"], env, tmp_path))
+        edge.check_alive()
+        assert doomed.proc.returncode == -9
+        assert seen[-2:] == ["status:TASK_STATE_WORKING:two", "status:TASK_STATE_COMPLETED:done"]
