@@ -112,6 +112,14 @@ async def test_an_interrupted_state_ends_the_stream(live: EdgeHarness):
     ) as call:
         results = await call.events()
     assert _state(results[-1]) == states.INPUT_REQUIRED
+    task_id = results[0]["task"]["id"]
+    # The answer, streamed: the same task from SUBMITTED on to its end.
+    answer = send_params("q-2", "blue", push=None, task_id=task_id)
+    async with SseCall(live, "SendStreamingMessage", answer) as call:
+        resumed = await call.events()
+    assert resumed[0]["task"]["id"] == task_id
+    assert resumed[0]["task"]["status"]["state"] == states.SUBMITTED
+    assert _state(resumed[-1]) == states.COMPLETED
 
 
 async def test_another_callers_task_is_not_found(live: EdgeHarness):
