@@ -57,6 +57,11 @@ class Metrics:
         self.push_oldest_pending_seconds = Gauge(
             "edge_push_oldest_pending_seconds", "Age of the oldest pending push", registry=r
         )
+        self.streams_open = Gauge(
+            "edge_streams_open",
+            "Open SSE streams (SendStreamingMessage, SubscribeToTask)",
+            registry=r,
+        )
         # labels() takes a lock and builds a key on every call; the hot path reuses the child
         # objects instead (label values come from bounded sets: method names, error reasons).
         self._rpc_counts: dict[tuple[str, str], Any] = {}

@@ -41,6 +41,7 @@ class StreamMethods:
             per_identity=settings.stream_max_per_identity,
             per_process=settings.stream_max_per_process,
         )
+        services.metrics.streams_open.set_function(lambda: slots.open_streams)
         self.streams = TaskStreams(storage.task_events, wakeups, slots, StreamTiming(poll))
 
     def table(self) -> MethodTable:

@@ -234,3 +234,14 @@ async def test_a_reader_that_never_reads_holds_the_stream_back_not_the_edge(live
         assert (await one.event())["result"]["task"]["id"] == other
         assert (await two.event())["result"]["task"]["id"] == other
     await live.result("CancelTask", {"id": other})
+
+
+async def test_open_streams_are_a_metric(live: EdgeHarness):
+    task_id = await _start(live, "sleep 30\nreply late")
+    async with SseCall(live, "SubscribeToTask", {"id": task_id}) as call:
+        await call.event()
+        metrics = (await live.client.get("/metrics")).text
+        assert "edge_streams_open 1.0" in metrics
+        await call.disconnect()
+    assert "edge_streams_open 0.0" in (await live.client.get("/metrics")).text
+    await live.result("CancelTask", {"id": task_id})
