@@ -118,7 +118,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         push_outbox=PostgresPushOutbox(pool, SharedPushOutbox(db, SERVER_CLOCK, signals.pushes)),
         task_lifecycle=SharedTaskLifecycle(db),
         task_reads=PostgresTaskReads(pool),
-        turn_writes=PostgresTurnWrites(pool, shared_writes, signals.pushes),
+        turn_writes=PostgresTurnWrites(pool, signals.pushes),
         tenants=SharedTenants(db),
         sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),
         # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.

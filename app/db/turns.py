@@ -155,8 +155,12 @@ class TurnWriteStore(Protocol):
         *,
         allowed: frozenset[str],
         compose: ComposeProgress,
+        context_id: str | None = None,
     ) -> bool:
-        """Write a progress status and queue its push, one unit of work."""
+        """Write a progress status and queue its push, one unit of work. ``context_id``: the
+        task's, when the caller knows it (it never changes), so a store can compose and write
+        without reading the task first; a store that writes on it refuses a task whose
+        context id differs."""
         ...
 
     async def finish(

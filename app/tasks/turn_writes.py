@@ -56,10 +56,18 @@ class TurnWrites:
         )
 
     async def record_progress(
-        self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
+        self,
+        scope: CallerScope,
+        task_id: str,
+        fence: Fence,
+        *,
+        step_key: str,
+        text: str,
+        context_id: str | None = None,
     ) -> bool:
         """WORKING only: the agent's progress message in ``status.message`` (message id
-        ``<taskId>:<step key>``, stable across retries) and its push, one unit of work."""
+        ``<taskId>:<step key>``, stable across retries) and its push, one unit of work.
+        ``context_id``: the task's, when the caller knows it (saves the store a read)."""
 
         def compose(context_id: str) -> Progress:
             now = utcnow()
@@ -69,7 +77,12 @@ class TurnWrites:
             return Progress(status=status, at=now, key=step_key, push=push)
 
         return await self._store.record_progress(
-            scope, task_id, fence, allowed=states.WORKING_ONLY, compose=compose
+            scope,
+            task_id,
+            fence,
+            allowed=states.WORKING_ONLY,
+            compose=compose,
+            context_id=context_id,
         )
 
     async def finish(

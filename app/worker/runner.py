@@ -64,6 +64,8 @@ class Snapshot(Protocol):
     def state(self) -> str: ...
     @property
     def version(self) -> int: ...
+    @property
+    def context_id(self) -> str: ...
     def known(self, version: int) -> KnownTask: ...
 
 
@@ -72,7 +74,14 @@ class Writes(Protocol):
 
     async def mark_working(self, scope: CallerScope, task_id: str, fence: Fence) -> bool: ...
     async def record_progress(
-        self, scope: CallerScope, task_id: str, fence: Fence, *, step_key: str, text: str
+        self,
+        scope: CallerScope,
+        task_id: str,
+        fence: Fence,
+        *,
+        step_key: str,
+        text: str,
+        context_id: str | None = None,
     ) -> bool: ...
     async def finish_and_settle(
         self,
@@ -243,8 +252,14 @@ class _TurnRun:
     async def _progress(self, step_key: str, text: str) -> None:
         if self.watch.interrupted:
             raise TurnStopped
+        context_id = None if self.snapshot is None else self.snapshot.context_id
         applied = await self.r.writes.record_progress(
-            self.scope, self.turn.task_id, self.fence, step_key=step_key, text=text
+            self.scope,
+            self.turn.task_id,
+            self.fence,
+            step_key=step_key,
+            text=text,
+            context_id=context_id,
         )
         self._wrote(applied)
         if not applied:

@@ -175,6 +175,29 @@ async def test_progress_updates_status_and_queues_one_push(
     assert final["status"]["message"]["messageId"] == f"{task_id}:final"
 
 
+async def test_progress_with_the_known_context_id_writes_and_pushes_it(
+    database: Database, settings: Settings, writes: TurnWrites
+):
+    """The worker passes the task's context id (one statement on PostgreSQL); a context id
+    that is not the task's is refused, so a push never names another context."""
+    accepted = await accept(database, settings, require_push=True)
+    task_id, context_id = accepted.task.id, accepted.task.context_id
+    fence = await hold_lease(database)
+    assert await writes.mark_working(SCOPE, task_id, fence)
+    assert not await writes.record_progress(
+        SCOPE, task_id, fence, step_key="step-1", text="x", context_id="another"
+    )
+    assert await writes.record_progress(
+        SCOPE, task_id, fence, step_key="step-1", text="half", context_id=context_id
+    )
+    row = await task_row(database, task_id)
+    assert row.status["message"]["messageId"] == f"{task_id}:step-1"
+    async with database.transaction() as session:
+        pushes = list((await session.execute(select(PushOutboxRow))).scalars())
+    assert [(p.kind, p.message_key) for p in pushes] == [("progress", "step-1")]
+    assert pushes[0].payload["task"]["contextId"] == context_id
+
+
 async def test_progress_needs_working(database: Database, settings: Settings, writes: TurnWrites):
     accepted = await accept(database, settings)
     fence = await hold_lease(database)

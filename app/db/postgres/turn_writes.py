@@ -4,14 +4,19 @@ Why: through the ORM, ``finish`` was one transaction of ~9 round trips (BEGIN, t
 guarded UPDATE, ``max(seq)``, history INSERT, push-config read, outbox INSERT, ``pg_notify``,
 COMMIT) and ``mark_working``/``snapshot`` 3-4 each, every one paying SQLAlchemy's
 per-statement CPU; the turn benchmark was bound by it. Here: ``mark_working`` and
-``snapshot`` are one statement each, ``finish`` is one read and one write statement.
-Hand-written SQL on the driver because that per-statement cost was measured, not guessed;
-``record_progress`` keeps the shared SQLAlchemy transaction (``app.db.shared.turn_writes``),
-and both backends run the same turn-writes, worker and crash tests.
+``snapshot`` are one statement each, ``finish`` is one read and one write statement, and
+``record_progress`` one statement when the caller passes the task's context id (the worker
+does: it is in the snapshot the turn started on), else a read of it first. Through the ORM a
+progress write was five round trips (BEGIN, task read, guarded UPDATE, push-config read,
+COMMIT) and, with one per model response and one per tool result, the ``llm`` loop's
+progress writes outweighed its model calls. Hand-written SQL on the driver because that
+per-statement cost was measured, not guessed; both backends run the same turn-writes, worker
+and crash tests.
 
 The rules are the state machine's (``app.tasks.turn_writes`` passes the allowed states and
 composes the documents), in the same WHERE clauses as the shared path: scope, allowed states,
-the fence (``FENCE_SQL``) and, for ``finish``, the version read (a concurrent change such as a
+the fence (``FENCE_SQL``), for ``record_progress`` the context id its documents name, and,
+for ``finish``, the version read (a concurrent change such as a
 cancel refuses the write). ``finish`` writes task, agent message and outbox rows in one
 statement (data-modifying CTEs, so it is atomic like a transaction) and only if the guarded
 UPDATE applied; the history position it read is re-checked in that statement, so the agent
@@ -29,7 +34,6 @@ from app.db import states
 from app.db.fence import FENCE_SQL, Fence, fence_params
 from app.db.postgres.batched_reads import TASK_COLUMNS_SQL, task_text
 from app.db.postgres.turn_heads import HEAD_COLUMNS_SQL, head_join_sql, queued_turn
-from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import WakeChannel
 from app.db.statement_pool import StatementPool
 from app.db.turns import (
@@ -128,6 +132,37 @@ SELECT (SELECT count(*) FROM task) AS applied,
 )
 
 
+# $5 task id, $6 status, $7 updated_at, $8 allowed states, $9 the context id the documents
+# were composed with, $10 message key, $11 push payload, $12 wake-up channel. The outbox rows
+# are written only if the guarded UPDATE applied (data-modifying CTEs: atomic, one statement).
+_PROGRESS_SQL = (
+    """
+WITH task AS (
+    UPDATE tasks SET status = $6::jsonb, updated_at = $7, version = version + 1
+     WHERE tenant = $1 AND identity = $2 AND id = $5 AND state = ANY($8::text[])
+       AND context_id = $9
+       AND """  # noqa: S608 (constant fragments only)
+    + FENCE_SQL
+    + """
+    RETURNING id
+), push AS (
+    INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key, kind,
+                             payload, status, attempts)
+    SELECT $1, $2, $5, c.id, $10, 'progress', $11::jsonb, 'pending', 0
+      FROM task, push_configs c
+     WHERE c.tenant = $1 AND c.identity = $2 AND c.task_id = $5
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM task) AS applied,
+       (SELECT count(*) FROM push) AS pushes,
+       (SELECT count(*) FROM (SELECT pg_notify($12, '') FROM push WHERE $12::text IS NOT NULL)
+          AS notified) AS woken
+"""
+)
+
+_CONTEXT_ID_SQL = "SELECT context_id FROM tasks WHERE tenant = $1 AND identity = $2 AND id = $3"
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -150,11 +185,10 @@ def _settle_params(settle: SettleTurn | None) -> tuple[bool, int, str, str | Non
 
 
 class PostgresTurnWrites:
-    """``TurnWriteStore`` on the statement pool; progress through the shared transaction."""
+    """``TurnWriteStore`` on the statement pool."""
 
-    def __init__(self, pool: StatementPool, shared: SharedTurnWrites, pushes: WakeChannel) -> None:
+    def __init__(self, pool: StatementPool, pushes: WakeChannel) -> None:
         self._pool = pool
-        self._shared = shared
         self._pushes = pushes
 
     async def mark_working(
@@ -187,10 +221,33 @@ class PostgresTurnWrites:
         *,
         allowed: frozenset[str],
         compose: ComposeProgress,
+        context_id: str | None = None,
     ) -> bool:
-        return await self._shared.record_progress(
-            scope, task_id, fence, allowed=allowed, compose=compose
+        if context_id is None:
+            context_id = await self._pool.fetchval(
+                _CONTEXT_ID_SQL, scope.tenant, scope.identity, task_id
+            )
+            if context_id is None:
+                return False
+        progress = compose(context_id)
+        written = await self._pool.fetchrow(
+            _PROGRESS_SQL,
+            *fence_params(scope, fence),
+            task_id,
+            _json(progress.status),
+            progress.at,
+            list(allowed),
+            context_id,
+            progress.key,
+            _json(progress.push),
+            self._pushes.remote_channel(),
         )
+        if written is None or written["applied"] != 1:
+            return False
+        if written["pushes"]:
+            # This process's deliverers; the others hear the NOTIFY, if sent, at commit.
+            self._pushes.notify_local()
+        return True
 
     async def snapshot(self, scope: CallerScope, task_id: str) -> TaskSnapshot | None:
         row = await self._pool.fetchrow(_SNAPSHOT_SQL, scope.tenant, scope.identity, task_id)

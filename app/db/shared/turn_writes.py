@@ -79,10 +79,12 @@ class SharedTurnWrites:
         *,
         allowed: frozenset[str],
         compose: ComposeProgress,
+        context_id: str | None = None,
     ) -> bool:
+        """Reads the task in its own transaction, so ``context_id`` is only checked."""
         async with self._db.transaction() as session:
             row = await load_task(session, scope, task_id)
-            if row is None:
+            if row is None or context_id not in (None, row.context_id):
                 return False
             progress = compose(row.context_id)
             result = await session.execute(
