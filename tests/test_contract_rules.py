@@ -79,7 +79,7 @@ async def test_section_3_step_10_tenant_mismatch_is_decided_before_the_tenant_lo
         ("GetTask", {"id": "00000000-0000-0000-0000-000000000000"}, -32001, "TASK_NOT_FOUND"),
         ("CancelTask", {"id": "missing"}, -32001, "TASK_NOT_FOUND"),
         ("GetTask", {}, -32602, "INVALID_PARAMS"),
-        ("SendStreamingMessage", {}, -32004, "UNSUPPORTED_OPERATION"),
+        ("SendStreamingMessage", {}, -32602, "INVALID_PARAMS"),
     ],
 )
 async def test_section_3_every_error_echoes_the_id_and_carries_error_info(
