@@ -69,7 +69,6 @@ class TaskMethods:
     def __init__(self, services: EdgeServices) -> None:
         settings = services.settings
         self._db = services.db
-        self._allowlist = settings.allowlist
         self._blocking_seconds = settings.blocking_timeout_seconds
         secrets = PushSecrets.from_settings(settings, services.key)
         self._acceptor = Acceptor(services.db, secrets, QueueBound.from_settings(settings))
@@ -92,9 +91,7 @@ class TaskMethods:
         }
 
     async def send_message(self, call: RpcCall) -> Any:
-        request = parse_send_message(
-            call.params, tenant=call.tenant, allowlist=self._allowlist, targets=self._targets
-        )
+        request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
         accepted = await self._acceptor.accept(
             call.scope,
             request,

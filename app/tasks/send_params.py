@@ -17,7 +17,6 @@ from a2a.types import Role, SendMessageRequest
 from google.protobuf import json_format
 
 from app.errors import InvalidParams, TaskNotFound
-from app.origins import OriginAllowlist
 from app.push_targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
 from app.tasks.wire import parse_params, to_json
@@ -87,9 +86,10 @@ def parse_send_message(
     params: Mapping[str, Any],
     *,
     tenant: TenantRecord,
-    allowlist: OriginAllowlist,
-    targets: PushTargets | None = None,
+    targets: PushTargets,
 ) -> SendRequest:
+    """``targets``: the deployment's push-target rules (``Settings.push_targets``), the same for
+    SendMessage and its streaming form."""
     raw_message = _object(params.get("message"), "message")
     raw_config = _object(params.get("configuration"), "configuration")
     if raw_config is not None:
@@ -103,7 +103,7 @@ def parse_send_message(
         push = validate_push_config(
             configuration.task_push_notification_config,
             prefix=PUSH_PREFIX,
-            targets=targets or PushTargets(allowlist),
+            targets=targets,
             require_token=tenant.require_push_config,
             open_tenant=tenant.is_open,
         )

@@ -28,7 +28,7 @@ class StreamMethods:
     def __init__(self, services: EdgeServices) -> None:
         settings = services.settings
         storage = services.db.storage
-        self._allowlist = settings.allowlist
+        self._targets = settings.push_targets
         self._acceptor = Acceptor(services.db, PushSecrets.from_settings(settings, services.key))
         self._queries = TaskQueries(
             services.db, default_history_length=settings.default_history_length
@@ -51,7 +51,7 @@ class StreamMethods:
         }
 
     async def send_streaming_message(self, call: RpcCall) -> StreamResult:
-        request = parse_send_message(call.params, tenant=call.tenant, allowlist=self._allowlist)
+        request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
         release = self.streams.slots.acquire(call.scope)
         try:
             accepted = await self._acceptor.accept(

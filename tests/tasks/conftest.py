@@ -109,7 +109,7 @@ async def accept(
 ) -> Accepted:
     tenant = TenantRecord(id=scope.tenant, manifest={}, require_push_config=require_push)
     params = send_params(message_id, text, push=require_push, task_id=task_id)
-    request = parse_send_message(params, tenant=tenant, allowlist=settings.allowlist)
+    request = parse_send_message(params, tenant=tenant, targets=settings.push_targets)
     acceptor = Acceptor(db, secrets or PushSecrets(b"x" * 32))
     return await acceptor.accept(scope, request)
 

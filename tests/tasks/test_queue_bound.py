@@ -134,7 +134,7 @@ async def test_two_processes_overshoot_the_bound_by_at_most_one_turn(pg_url: str
 
         async def one(n: int) -> bool:
             params = send_params(f"m-{n}", push=False)
-            request = parse_send_message(params, tenant=tenant, allowlist=settings.allowlist)
+            request = parse_send_message(params, tenant=tenant, targets=settings.push_targets)
             try:
                 await acceptors[n % 2].accept(USER, request)
             except TooManyRequests:

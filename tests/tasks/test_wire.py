@@ -18,7 +18,7 @@ OPEN_TENANT = TenantRecord(id="open", manifest={}, require_push_config=False)
 
 def _parse(params, tenant=GATEWAY_TENANT):
     return parse_send_message(
-        params, tenant=tenant, allowlist=load_settings(gateway_origins=[GATEWAY]).allowlist
+        params, tenant=tenant, targets=load_settings(gateway_origins=[GATEWAY]).push_targets
     )
 
 
