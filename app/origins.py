@@ -157,8 +157,12 @@ class OriginAllowlist:
     allow_loopback_http: bool = False
 
     @classmethod
-    def from_entries(cls, entries: list[str], *, allow_loopback_http: bool) -> OriginAllowlist:
-        if not entries:
+    def from_entries(
+        cls, entries: list[str], *, allow_loopback_http: bool, required: bool = True
+    ) -> OriginAllowlist:
+        """``required``: at least one entry (``GATEWAY_ORIGINS``; ``PEER_ORIGINS`` may be
+        empty)."""
+        if required and not entries:
             raise OriginError("at least one gateway origin is required")
         normalised = {
             normalise_allowlist_entry(e, allow_loopback_http=allow_loopback_http) for e in entries

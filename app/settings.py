@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     gateway_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias=AliasChoices("GATEWAY_ORIGINS")
     )
+    # Other agents' edges whose caller tokens open tenants accept (CONTRACT §10): the same
+    # format and rules as GATEWAY_ORIGINS, kept apart from it so a peer never poses as the
+    # gateway (an origin may not be in both lists).
+    peer_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=AliasChoices("PEER_ORIGINS")
+    )
     public_url: str = Field(default="", validation_alias=AliasChoices("PUBLIC_URL"))
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL, validation_alias=AliasChoices("DATABASE_URL")
@@ -145,7 +151,7 @@ class Settings(BaseSettings):
     # every path it does not list, and a public edge has no use for a schema browser.
     openapi_docs: bool = False
 
-    @field_validator("gateway_origins", mode="before")
+    @field_validator("gateway_origins", "peer_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):
@@ -212,6 +218,13 @@ class Settings(BaseSettings):
             self.gateway_origins, allow_loopback_http=self.allow_loopback_http
         )
 
+    @property
+    def peer_allowlist(self) -> OriginAllowlist:
+        """``PEER_ORIGINS`` (may be empty: then no peer token is ever accepted)."""
+        return OriginAllowlist.from_entries(
+            self.peer_origins, allow_loopback_http=self.allow_loopback_http, required=False
+        )
+
     def signing_key_json(self) -> str:
         """The private JWK text, from ``A2A_SIGNING_KEY`` or ``A2A_SIGNING_KEY_FILE``."""
         if self.signing_key is not None and self.signing_key.get_secret_value().strip():
@@ -241,6 +254,17 @@ class Settings(BaseSettings):
             self.allowlist  # noqa: B018 - validation side effect
         except OriginError as exc:
             raise ConfigError(f"GATEWAY_ORIGINS: {exc}") from None
+        try:
+            peers = self.peer_allowlist
+        except OriginError as exc:
+            raise ConfigError(f"PEER_ORIGINS: {exc}") from None
+        shared = peers.origins & self.allowlist.origins
+        if shared:
+            # A token from such an origin could be read either way: refuse the ambiguity.
+            raise ConfigError(
+                f"PEER_ORIGINS: {sorted(shared)[0]} is also in GATEWAY_ORIGINS; "
+                "a peer is never a gateway"
+            )
 
 
 def _variable_name(loc: tuple[int | str, ...]) -> str:

@@ -45,6 +45,10 @@ DEFAULT_VERSION = "0.3"
 
 BodyReader = Callable[[int], Awaitable[bytes]]
 
+# CONTRACT §10 (issue 51): what a peer edge's token may call, scoped to its namespaced
+# identity; everything else (listing, push configs, streams) is the gateway's or a client's.
+PEER_METHODS = frozenset({"GetExtendedAgentCard", "SendMessage", "GetTask", "CancelTask"})
+
 
 class TokenVerifier(Protocol):
     async def verify(self, authorization: str | None) -> VerifiedCaller: ...
@@ -220,6 +224,14 @@ class RpcDispatcher:
                 ),
             )
         handler = self._methods.get(request.method)
+        if caller.peer and handler is not None and request.method not in PEER_METHODS:
+            raise _CallFailed(
+                request.id,
+                MethodNotFound(
+                    f"method '{shown(request.method)}' is not available to peer callers",
+                    reason="peer_method_not_allowed",
+                ),
+            )
         if handler is None:
             raise _CallFailed(
                 request.id,
@@ -258,6 +270,12 @@ class RpcDispatcher:
             raise _CallFailed(
                 request.id,
                 InvalidParams(f"unknown tenant '{shown(addressed)}'", reason="unknown_tenant"),
+            )
+        if caller.peer and not record.is_open:
+            # CONTRACT §10: peer tokens only on open tenants; to a gateway tenant a peer's
+            # token is no token at all (the same 401 as an origin on neither list).
+            raise Unauthorized(
+                "peer tokens are accepted only by open tenants", reason="peer_not_allowed"
             )
         return record
 

@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class VerifiedCaller:
-    """A gateway token that passed CONTRACT §3 steps 1-7.
+    """A gateway (or peer, CONTRACT §10) token that passed CONTRACT §3 steps 1-7.
 
     ``tenant`` is the tenant claim when it is a non-empty string, else ``None`` (a list, a
     number or an absent claim is never a match: CONTRACT §3 step 8). The comparison with
@@ -22,6 +22,9 @@ class VerifiedCaller:
     identity: Mapping[str, Any] = field(default_factory=dict)
     subject: str | None = None
     token_id: str | None = None
+    # A peer edge's token (CONTRACT §10): ``identity_key`` is ``peer:<issuer origin>:<key>``
+    # and only open tenants accept it.
+    peer: bool = False
 
     @property
     def scope_label(self) -> str:

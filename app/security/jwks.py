@@ -162,7 +162,8 @@ class JwksFetcher:
         clock: Callable[[], float] = time.monotonic,
         on_fetch: Callable[[FetchResult], None] | None = None,
     ) -> None:
-        self._allowed = settings.allowlist.origins
+        # Gateways' and peers' (CONTRACT §10) origins: nothing else is ever fetched.
+        self._allowed = settings.allowlist.origins | settings.peer_allowlist.origins
         self._client = client
         self._clock = clock
         self._on_fetch = on_fetch

@@ -48,10 +48,15 @@ MAX_IDENTITY_KEY_BYTES = 1024
 _MEMO_LIMIT = 256  # bounded memo of accepted headers (attacker-influenced keys)
 
 
+# CONTRACT §10: a peer's identity on this edge. No gateway identity key may start with it.
+PEER_PREFIX = "peer:"
+
+
 @dataclass(frozen=True)
 class _Header:
     kid: str
     jku: ParsedUrl
+    peer: bool  # the jku origin is in PEER_ORIGINS (never also in GATEWAY_ORIGINS)
 
 
 def _fail(reason: str, message: str) -> Unauthorized:
@@ -80,6 +85,7 @@ class GatewayTokenVerifier:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._allowlist = settings.allowlist
+        self._peers = settings.peer_allowlist
         self._audience = settings.endpoint_url
         self._identity_claim = settings.identity_claim
         self._tenant_claim = settings.tenant_claim
@@ -110,7 +116,7 @@ class GatewayTokenVerifier:
             header = self._header(header_b64)  # steps 2 and 3
             _remember(self._headers, header_b64, header)
         claims = self._decode_claims(payload_b64)
-        self._check_issuer(claims.get("iss"), header.jku)  # step 4
+        self._check_issuer(claims.get("iss"), header)  # step 4
         key = await self._jwks.get_key(header.jku, header.kid)  # step 5
         try:
             signature = b64url_decode(signature_b64)
@@ -119,7 +125,7 @@ class GatewayTokenVerifier:
             raise _fail("bad_signature", "token signature is invalid") from None
         self._jwks.confirm(header.jku, key)
         self._check_time_and_audience(claims)  # step 6
-        return self._caller(claims, header.jku)  # steps 7 and 8
+        return self._caller(claims, header)  # steps 7 and 8
 
     # --- step 1 ------------------------------------------------------------------------------
 
@@ -160,8 +166,14 @@ class GatewayTokenVerifier:
             # Real parser + exact origin match, before any network I/O (CONTRACT §3 step 3).
             jku = self._allowlist.check_url(header["jku"], what="jku")
         except OriginError as exc:
-            raise _fail("jku_not_allowed", str(exc)) from None
-        return _Header(kid=kid, jku=jku)
+            # CONTRACT §10: a peer's jku is checked against PEER_ORIGINS by the same rule,
+            # and the token stays a peer's from here on (the two lists never share an origin).
+            try:
+                peer_jku = self._peers.check_url(header["jku"], what="jku")
+            except OriginError:
+                raise _fail("jku_not_allowed", str(exc)) from None
+            return _Header(kid=kid, jku=peer_jku, peer=True)
+        return _Header(kid=kid, jku=jku, peer=False)
 
     # --- step 4 ------------------------------------------------------------------------------
 
@@ -171,7 +183,7 @@ class GatewayTokenVerifier:
         except JoseError:
             raise _fail("malformed_token", "token payload is not valid base64url JSON") from None
 
-    def _check_issuer(self, iss: object, jku: ParsedUrl) -> None:
+    def _check_issuer(self, iss: object, header: _Header) -> None:
         # iss is read unverified here only to compare origins (CONTRACT §3 step 4); it is
         # trusted only once the signature of the same payload verifies in step 5.
         if not isinstance(iss, str) or not iss:
@@ -179,7 +191,9 @@ class GatewayTokenVerifier:
         # CONTRACT §3 step 4: ``iss`` is *exactly* the allowlisted origin, in its serialised
         # form (RFC 6454 §6.2: lower-case scheme and host, no default port, no path): a variant
         # spelling (a trailing "/", upper case, ":443") is refused, not normalised.
-        if iss != jku.origin or jku.origin not in self._allowlist.origins:
+        jku = header.jku
+        allowed = self._peers if header.peer else self._allowlist
+        if iss != jku.origin or jku.origin not in allowed.origins:
             raise _fail("iss_mismatch", "jku origin does not match iss origin")
 
     # --- step 6 ------------------------------------------------------------------------------
@@ -229,7 +243,7 @@ class GatewayTokenVerifier:
 
     # --- steps 7 and 8 -----------------------------------------------------------------------
 
-    def _caller(self, claims: Mapping[str, Any], jku: ParsedUrl) -> VerifiedCaller:
+    def _caller(self, claims: Mapping[str, Any], header: _Header) -> VerifiedCaller:
         sub, jti = claims.get("sub"), claims.get("jti")
         if (sub is not None and not isinstance(sub, str)) or (
             jti is not None and not isinstance(jti, str)
@@ -244,10 +258,19 @@ class GatewayTokenVerifier:
             raise BadRequest("gateway identity holds invalid text", reason="identity_bad_text")
         if len(key.encode()) > MAX_IDENTITY_KEY_BYTES:
             raise BadRequest("gateway identity key is too long", reason="identity_key_too_long")
+        if header.peer:
+            # CONTRACT §10: namespaced by the issuer, so a peer can never reach a gateway
+            # caller's tasks or session, nor another peer's.
+            key = f"{PEER_PREFIX}{header.jku.origin}:{key}"
+        elif key.startswith(PEER_PREFIX):
+            raise BadRequest(
+                "gateway identity key uses the reserved peer: prefix", reason="identity_reserved"
+            )
         tenant = claims.get(self._tenant_claim)
         return VerifiedCaller(
-            issuer=jku.origin,
+            issuer=header.jku.origin,
             identity_key=key,
+            peer=header.peer,
             # A list, a number or an empty string is never a tenant (CONTRACT §3 step 8).
             tenant=tenant if isinstance(tenant, str) and tenant else None,
             identity=identity,

@@ -10,7 +10,7 @@ Tenant authors use it to drive their agent through the real verification and RPC
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from app.security.keys import generate_private_jwk
 from app.services import EdgeServices, build_services
 from app.settings import Settings, load_settings
 from app.tenants.registry import TenantRecord
-from app.testing.gateway import GatewayKit
+from app.testing.gateway import GatewayKit, transport_for
 
 EDGE_PUBLIC_URL = "http://localhost"
 
@@ -161,16 +161,22 @@ async def edge_harness(
     gateway: GatewayKit | None = None,
     background: bool = False,
     agents: AgentRegistry | None = None,
+    peers: Sequence[GatewayKit] = (),
     **settings_overrides: Any,
 ) -> AsyncIterator[EdgeHarness]:
     """Build the real app over ``database_url`` (already migrated: ``upgrade_to_head``) with a
     gateway kit whose JWKS is served in-process; ``background=True`` also runs workers and push
     delivery, with ``agents`` (an ``AgentRegistry`` holding the author's own kinds) in place of
     the built-in ones when given. A ``python`` tenant (``agent="python"``,
-    ``agent_config={"entry": "package.module:factory"}``) needs no registry of its own."""
+    ``agent_config={"entry": "package.module:factory"}``) needs no registry of its own.
+    ``peers``: kits standing for peer edges (CONTRACT §10), listed in ``PEER_ORIGINS`` unless
+    the overrides say otherwise, their JWKS served beside the gateway's."""
     kit = gateway or GatewayKit()
+    if peers:
+        settings_overrides.setdefault("peer_origins", [p.origin for p in peers])
     settings = harness_settings(database_url, kit, **settings_overrides)
-    services = build_services(settings, gateway_client=httpx.AsyncClient(transport=kit.transport()))
+    client = httpx.AsyncClient(transport=transport_for(kit, *peers))
+    services = build_services(settings, gateway_client=client)
     if background:
         attach_background(services, agents=agents)
     app = create_app(services)
