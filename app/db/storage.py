@@ -19,6 +19,7 @@ from app.db.accepts import AcceptStore
 from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
 from app.db.mailbox import MailboxStore
+from app.db.negotiations import NegotiationStore
 from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
@@ -30,6 +31,7 @@ from app.db.push_outbox import PushOutboxStore
 from app.db.sessions import SessionStore
 from app.db.shared.accepts import SharedAccepts
 from app.db.shared.mailbox import SharedMailbox
+from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
@@ -69,6 +71,7 @@ class Storage:
     tenants: TenantRecordStore
     sessions: SessionStore
     task_events: TaskEventStore
+    negotiations: NegotiationStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -97,6 +100,7 @@ def _sqlite(db: Database) -> Storage:
         tenants=SharedTenants(db),
         sessions=SharedSessions(db, sqlite_insert),
         task_events=SharedTaskEvents(db),
+        negotiations=SharedNegotiations(db, sqlite_insert),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -123,4 +127,5 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         sessions=PostgresSessions(pool, SharedSessions(db, pg_insert)),
         # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.
         task_events=SharedTaskEvents(db),
+        negotiations=SharedNegotiations(db, pg_insert),
     )

@@ -1,6 +1,7 @@
 """All ORM tables; importing this package registers them on ``Base.metadata``."""
 
 from app.db.models.base import Base
+from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow
 from app.db.models.push import PushConfigRow, PushOutboxRow
 from app.db.models.session_entries import SessionEntryRow
 from app.db.models.task_events import TaskEventRow
@@ -10,6 +11,8 @@ from app.db.models.tenants import TenantRow
 __all__ = [
     "ActorRow",
     "Base",
+    "NegotiationRow",
+    "NegotiationTurnRow",
     "PushConfigRow",
     "PushOutboxRow",
     "SessionEntryRow",
