@@ -43,6 +43,7 @@ class HttpRefusal(EdgeError):
     """Refused before JSON-RPC: answered with a plain-text body ``<prefix>: <message>``."""
 
     status_code: ClassVar[int] = 400
+    grpc_status: ClassVar[str] = "INVALID_ARGUMENT"  # the google.rpc.Code name on gRPC
     prefix: ClassVar[str] = "bad request"
 
     @property
@@ -54,6 +55,7 @@ class Unauthorized(HttpRefusal):
     """401 with ``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750 §3)."""
 
     status_code = 401
+    grpc_status = "UNAUTHENTICATED"
     prefix = "unauthorized"
     default_reason = "unauthorized"
 
@@ -66,6 +68,7 @@ class BadRequest(HttpRefusal):
 
 class PayloadTooLarge(HttpRefusal):
     status_code = 413
+    grpc_status = "RESOURCE_EXHAUSTED"
     prefix = "payload too large"
     default_reason = "body_too_large"
 
@@ -76,6 +79,7 @@ class TooManyRequests(HttpRefusal):
     any JSON-RPC error but -32603 as final (research/looping-gateway.md §2)."""
 
     status_code = 429
+    grpc_status = "RESOURCE_EXHAUSTED"
     prefix = "too many requests"
     default_reason = "too_many_requests"
 
@@ -92,10 +96,14 @@ class RpcError(EdgeError):
 
     ``a2a_reason`` is the ``ErrorInfo.reason`` of the A2A specification (upper snake case);
     ``metadata`` lands in ``ErrorInfo.metadata`` and must hold only safe, public values.
+    ``http_status`` and ``grpc_status`` are the same error on the HTTP+JSON and gRPC bindings
+    (A2A §5.4; ``grpc_status`` is the ``google.rpc.Code`` name).
     """
 
     code: ClassVar[int] = -32603
     a2a_reason: ClassVar[str] = "INTERNAL_ERROR"
+    http_status: ClassVar[int] = 500
+    grpc_status: ClassVar[str] = "INTERNAL"
     default_reason = "internal_error"
 
     def __init__(
@@ -114,24 +122,32 @@ class RpcError(EdgeError):
 class ParseError(RpcError):
     code = -32700
     a2a_reason = "PARSE_ERROR"
+    http_status = 400
+    grpc_status = "INVALID_ARGUMENT"
     default_reason = "parse_error"
 
 
 class InvalidRequest(RpcError):
     code = -32600
     a2a_reason = "INVALID_REQUEST"
+    http_status = 400
+    grpc_status = "INVALID_ARGUMENT"
     default_reason = "invalid_request"
 
 
 class MethodNotFound(RpcError):
     code = -32601
     a2a_reason = "METHOD_NOT_FOUND"
+    http_status = 404
+    grpc_status = "NOT_FOUND"
     default_reason = "method_not_found"
 
 
 class InvalidParams(RpcError):
     code = -32602
     a2a_reason = "INVALID_PARAMS"
+    http_status = 400
+    grpc_status = "INVALID_ARGUMENT"
     default_reason = "invalid_params"
 
 
@@ -140,30 +156,40 @@ class InternalError(RpcError):
 
     code = -32603
     a2a_reason = "INTERNAL_ERROR"
+    http_status = 500
+    grpc_status = "INTERNAL"
     default_reason = "internal_error"
 
 
 class TaskNotFound(RpcError):
     code = -32001
     a2a_reason = "TASK_NOT_FOUND"
+    http_status = 404
+    grpc_status = "NOT_FOUND"
     default_reason = "task_not_found"
 
 
 class TaskNotCancelable(RpcError):
     code = -32002
     a2a_reason = "TASK_NOT_CANCELABLE"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "task_not_cancelable"
 
 
 class PushNotificationNotSupported(RpcError):
     code = -32003
     a2a_reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "push_not_supported"
 
 
 class UnsupportedOperation(RpcError):
     code = -32004
     a2a_reason = "UNSUPPORTED_OPERATION"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "unsupported_operation"
 
 
@@ -174,34 +200,49 @@ class TooManyStreams(RpcError):
 
     code = -32000
     a2a_reason = "RESOURCE_EXHAUSTED"
+    http_status = 429
+    grpc_status = "RESOURCE_EXHAUSTED"
     default_reason = "too_many_streams"
 
 
 class ContentTypeNotSupported(RpcError):
+    """HTTP 415 (RFC 9110 §15.5.16) on both HTTP bindings, where A2A §5.4 lists 400: the
+    request was refused before its body was read, as the JSON-RPC endpoint always did."""
+
     code = -32005
     a2a_reason = "CONTENT_TYPE_NOT_SUPPORTED"
+    http_status = 415
+    grpc_status = "INVALID_ARGUMENT"
     default_reason = "content_type_not_supported"
 
 
 class InvalidAgentResponse(RpcError):
     code = -32006
     a2a_reason = "INVALID_AGENT_RESPONSE"
+    http_status = 500
+    grpc_status = "INTERNAL"
     default_reason = "invalid_agent_response"
 
 
 class ExtendedAgentCardNotConfigured(RpcError):
     code = -32007
     a2a_reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "extended_card_not_configured"
 
 
 class ExtensionSupportRequired(RpcError):
     code = -32008
     a2a_reason = "EXTENSION_SUPPORT_REQUIRED"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "extension_support_required"
 
 
 class VersionNotSupported(RpcError):
     code = -32009
     a2a_reason = "VERSION_NOT_SUPPORTED"
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
     default_reason = "version_not_supported"

@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from app.http.routes import RpcEndpoint, add_rpc_route, build_router
-from app.method_table import build_method_table
+from app.method_table import call_dispatcher
 from app.rpc.dispatch import RpcDispatcher
 from app.services import EdgeServices
 
@@ -62,8 +62,7 @@ def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
     settings = services.settings
     dispatcher = RpcDispatcher(
         verifier=services.verifier,
-        tenants=services.tenants,
-        methods=build_method_table(services),
+        calls=call_dispatcher(services),
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.rpc.calls import CallDispatcher
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.methods import build_task_methods
 from app.tasks.stream_methods import build_stream_methods
@@ -34,3 +35,14 @@ def build_method_table(services: EdgeServices) -> MethodTable:
     table.update(card_methods(services))
     table.update(build_stream_methods(services))
     return table
+
+
+def call_dispatcher(services: EdgeServices) -> CallDispatcher:
+    """The process's one ``CallDispatcher``, built on first use and kept on ``services``: every
+    binding (JSON-RPC, HTTP+JSON, gRPC) calls through the same method table, so the stream
+    bounds per identity and per process hold across bindings."""
+    if services.calls is None:
+        services.calls = CallDispatcher(
+            tenants=services.tenants, methods=build_method_table(services)
+        )
+    return services.calls

@@ -17,6 +17,7 @@ from app.db.storage import open_storage
 from app.errors import ConfigError
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
+from app.rpc.calls import CallDispatcher
 from app.security.jwks import JwksFetcher
 from app.security.keys import SigningKey
 from app.security.token import GatewayTokenVerifier
@@ -48,6 +49,8 @@ class EdgeServices:
     gateway_client: httpx.AsyncClient
     background: list[BackgroundService] = field(default_factory=list)
     llm: LlmRuntime | None = None  # what the llm agents' turns share (app.agents.llm.runtime)
+    # The bindings' shared dispatcher: ``app.method_table.call_dispatcher(services)``.
+    calls: CallDispatcher | None = None
 
     async def aclose(self) -> None:
         await self.gateway_client.aclose()

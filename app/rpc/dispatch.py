@@ -1,10 +1,9 @@
-"""The RPC path of one POST, in the load-bearing order of CONTRACT §3.
+"""The JSON-RPC binding: the RPC path of one POST, in the load-bearing order of CONTRACT §3.
 
 1-8  the gateway token (``TokenVerifier``) before anything else is read;
 9    the body: size bound (413), JSON (-32700), one JSON-RPC 2.0 request object (-32600);
-10   ``params.tenant``: required (-32602), equal to the token's tenant claim (401), known (-32602);
-11   ``A2A-Version`` (-32009);
-12   the method (-32601), then the handler.
+10-12 ``params.tenant``, ``A2A-Version``, the method and the handler: the transport-neutral
+     ``CallDispatcher`` (``app.rpc.calls``), whose errors become JSON-RPC error responses.
 
 Framework-free: the HTTP layer hands in the header values and a bounded body reader and
 turns the ``RpcOutcome`` into a response.
@@ -22,40 +21,24 @@ from app.errors import (
     ContentTypeNotSupported,
     HttpRefusal,
     InternalError,
-    InvalidParams,
-    MethodNotFound,
     RpcError,
     TooManyRequests,
     Unauthorized,
-    VersionNotSupported,
 )
-from app.rpc.context import MethodTable, RpcCall, StreamResult
+from app.rpc.calls import CallDispatcher
+from app.rpc.context import StreamResult
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.media_type import is_json
 from app.rpc.responses import encode, failure, success_body
-from app.security.caller import CallerScope, VerifiedCaller
-from app.tenants.registry import TenantRecord
-from app.text import shown
+from app.security.caller import VerifiedCaller
 
 log = logging.getLogger("looping_edge.rpc")
 
-SUPPORTED_VERSIONS = ("1.0",)
-# A2A §3.6.2: a request without the header is a 0.3 request.
-DEFAULT_VERSION = "0.3"
-
 BodyReader = Callable[[int], Awaitable[bytes]]
-
-# CONTRACT §10 (issue 51): what a peer edge's token may call, scoped to its namespaced
-# identity; everything else (listing, push configs, streams) is the gateway's or a client's.
-PEER_METHODS = frozenset({"GetExtendedAgentCard", "SendMessage", "GetTask", "CancelTask"})
 
 
 class TokenVerifier(Protocol):
     async def verify(self, authorization: str | None) -> VerifiedCaller: ...
-
-
-class TenantLookup(Protocol):
-    async def get(self, tenant_id: str) -> TenantRecord | None: ...
 
 
 class RpcObserver(Protocol):
@@ -116,18 +99,18 @@ class EncodedStream:
 
 
 class RpcDispatcher:
+    """The JSON-RPC binding in front of the transport-neutral ``CallDispatcher``."""
+
     def __init__(
         self,
         *,
         verifier: TokenVerifier,
-        tenants: TenantLookup,
-        methods: MethodTable,
+        calls: CallDispatcher,
         max_body_bytes: int,
         observer: RpcObserver | None = None,
     ) -> None:
         self._verifier = verifier
-        self._tenants = tenants
-        self._methods = methods
+        self._calls = calls
         self._max_body = max_body_bytes
         self._observer = observer
 
@@ -158,7 +141,7 @@ class RpcDispatcher:
                 return _unsupported_media_type()
             body = await read_body(self._max_body)
             request = parse_request(body)
-            method = request.method if request.method in self._methods else "unknown"
+            method = request.method if self._calls.knows(request.method) else "unknown"
             result = await self._call(caller, request, version)
             if isinstance(result, StreamResult):
                 outcome = RpcOutcome(
@@ -195,89 +178,16 @@ class RpcDispatcher:
         self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
     ) -> Any:
         try:
-            return await self._route(caller, request, version)
+            return await self._calls.dispatch(
+                caller,
+                request.params.get("tenant"),
+                request.method,
+                request.params,
+                version=version,
+                request_id=request.id,
+            )
         except RpcError as exc:
             raise _CallFailed(request.id, exc) from None
-        except (HttpRefusal, _CallFailed):
-            raise
-        except Exception:
-            # -32603 is what the gateway retries: only real internal faults get it (a handler's,
-            # or the tenant lookup's when the database is down), and the text never carries the
-            # exception (CONTRACT §3).
-            log.exception("rpc call failed", extra={"method": request.method})
-            raise _CallFailed(request.id, InternalError("internal error")) from None
-
-    async def _route(
-        self, caller: VerifiedCaller, request: JsonRpcRequest, version: str | None
-    ) -> Any:
-        """Steps 10-12 and the handler; every failure is an ``RpcError``, an ``HttpRefusal``
-        or ``_CallFailed`` (anything else is turned into -32603 by ``_call``)."""
-        tenant = await self._tenant(caller, request)
-        requested = (version or "").strip() or DEFAULT_VERSION
-        if requested not in SUPPORTED_VERSIONS:
-            raise _CallFailed(
-                request.id,
-                VersionNotSupported(
-                    f"A2A-Version '{shown(requested, 16)}' is not supported; "
-                    f"supported versions: {', '.join(SUPPORTED_VERSIONS)}",
-                    metadata={"supportedVersions": ",".join(SUPPORTED_VERSIONS)},
-                ),
-            )
-        handler = self._methods.get(request.method)
-        if caller.peer and handler is not None and request.method not in PEER_METHODS:
-            raise _CallFailed(
-                request.id,
-                MethodNotFound(
-                    f"method '{shown(request.method)}' is not available to peer callers",
-                    reason="peer_method_not_allowed",
-                ),
-            )
-        if handler is None:
-            raise _CallFailed(
-                request.id,
-                MethodNotFound(f"method '{shown(request.method)}' is not supported"),
-            )
-        call = RpcCall(
-            caller=caller,
-            scope=CallerScope(tenant=tenant.id, identity=caller.identity_key),
-            tenant=tenant,
-            method=request.method,
-            params=request.params,
-            request_id=request.id,
-        )
-        return await handler(call)
-
-    async def _tenant(self, caller: VerifiedCaller, request: JsonRpcRequest) -> TenantRecord:
-        addressed = request.params.get("tenant")
-        if not isinstance(addressed, str) or not addressed:
-            raise _CallFailed(
-                request.id,
-                InvalidParams(
-                    "params.tenant is required: name the agent this call addresses "
-                    "(GetExtendedAgentCard with params.tenant returns that agent's card)",
-                    reason="tenant_required",
-                ),
-            )
-        # CONTRACT §3 step 10: an absent or non-string claim is never a wildcard.
-        if caller.tenant != addressed:
-            raise Unauthorized(
-                f"token authorizes tenant '{shown(caller.tenant or '<none>')}', "
-                f"but the request addressed '{shown(addressed)}'",
-                reason="tenant_mismatch",
-            )
-        record = await self._tenants.get(addressed)
-        if record is None:
-            raise _CallFailed(
-                request.id,
-                InvalidParams(f"unknown tenant '{shown(addressed)}'", reason="unknown_tenant"),
-            )
-        if caller.peer and not record.is_open:
-            # CONTRACT §10: peer tokens only on open tenants; to a gateway tenant a peer's
-            # token is no token at all (the same 401 as an origin on neither list).
-            raise Unauthorized(
-                "peer tokens are accepted only by open tenants", reason="peer_not_allowed"
-            )
-        return record
 
     def _finished(self, method: str, outcome: str, started: float) -> None:
         if self._observer is not None:
