@@ -35,6 +35,7 @@ from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
+from app.db.shared.subtasks import SharedSubtasks
 from app.db.shared.task_events import SharedTaskEvents
 from app.db.shared.task_lifecycle import SharedTaskLifecycle
 from app.db.shared.task_reads import SharedTaskReads
@@ -43,6 +44,7 @@ from app.db.shared.turn_writes import SharedTurnWrites
 from app.db.signals import Signals
 from app.db.sqlite.worker_lock import worker_lock_path
 from app.db.statement_pool import StatementPool
+from app.db.subtasks import SubtaskStore
 from app.db.task_events import TaskEventStore
 from app.db.task_lifecycle import TaskLifecycleStore
 from app.db.task_reads import TaskReadStore
@@ -72,6 +74,7 @@ class Storage:
     sessions: SessionStore
     task_events: TaskEventStore
     negotiations: NegotiationStore
+    subtasks: SubtaskStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -101,6 +104,7 @@ def _sqlite(db: Database) -> Storage:
         sessions=SharedSessions(db, sqlite_insert),
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, sqlite_insert),
+        subtasks=SharedSubtasks(db, sqlite_insert),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -128,4 +132,5 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, pg_insert),
+        subtasks=SharedSubtasks(db, pg_insert),
     )

@@ -2,7 +2,8 @@
 state, in the transaction that also cancels the task's queued turns and its undelivered
 pushes. No push is queued for the cancel itself: after a cancel nothing more is sent
 (CONTRACT §7). A running turn learns of it when its next fenced write is refused (or its
-heartbeat reads the state) and aborts the agent.
+heartbeat reads the state) and aborts the agent. A delegating agent's pending and running
+subtasks are canceled next, so a subagent still running can no longer complete one.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.db.engine import Database
+from app.db.subtasks import SubtaskScope
 from app.db.task_lifecycle import Cancel
 from app.errors import TaskNotCancelable, TaskNotFound
 from app.security.caller import CallerScope
@@ -21,6 +23,7 @@ from app.text import shown
 class TaskCanceller:
     def __init__(self, db: Database, *, default_history_length: int) -> None:
         self._store = db.storage.task_lifecycle
+        self._subtasks = db.storage.subtasks
         self._default_history = default_history_length
 
     async def cancel(self, scope: CallerScope, task_id: str) -> dict[str, Any]:
@@ -40,4 +43,6 @@ class TaskCanceller:
                 f"task '{shown(task_id)}' is in terminal state {done.state}",
                 reason="task_terminal",
             )
+        if done.applied:
+            await self._subtasks.cancel_open(SubtaskScope(scope.tenant, scope.identity, task_id))
         return done.task

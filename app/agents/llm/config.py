@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.agents.llm.delegation.config import DelegationConfig
+
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
@@ -56,6 +58,7 @@ class LlmConfig(BaseModel):
     model_attempts: int = Field(default=3, ge=1, le=10)
     max_tool_output_bytes: int = Field(default=16 * 1024, ge=256, le=16 * 1024 * 1024)
     session_max_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
+    delegation: DelegationConfig | None = None  # rounds of subtasks (app.agents.llm.delegation)
 
     @field_validator("tools")
     @classmethod

@@ -4,6 +4,7 @@ from app.db.models.base import Base
 from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow
 from app.db.models.push import PushConfigRow, PushOutboxRow
 from app.db.models.session_entries import SessionEntryRow
+from app.db.models.subtasks import SubtaskRow
 from app.db.models.task_events import TaskEventRow
 from app.db.models.tasks import ActorRow, SessionRow, TaskMessageRow, TaskRow, TurnRow
 from app.db.models.tenants import TenantRow
@@ -17,6 +18,7 @@ __all__ = [
     "PushOutboxRow",
     "SessionEntryRow",
     "SessionRow",
+    "SubtaskRow",
     "TaskEventRow",
     "TaskMessageRow",
     "TaskRow",

@@ -1,0 +1,1 @@
+"""Delegation for ``llm`` agents: rounds of subtasks run by isolated subagents (issue 50)."""
