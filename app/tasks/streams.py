@@ -1,7 +1,8 @@
 """Task streams: SendStreamingMessage and SubscribeToTask (A2A 1.0 §3.1.2, §3.1.6, §3.2.3).
 
 A stream's first event is the Task, then every status and artifact update in order, and it
-ends after a terminal or interrupted state (INPUT_REQUIRED, AUTH_REQUIRED). Events come from
+ends after a terminal or interrupted state (INPUT_REQUIRED, AUTH_REQUIRED); a SubscribeToTask
+stream goes on through interruptions to a terminal state (A2A §3.1.6). Events come from
 the task's event log in the database (``app.db.task_events``), never from this process's
 memory, so a stream on any process sees the work of a worker on any other; the log is read a
 bounded batch at a time when its task changed (``TaskEventWakeups``) or a poll comes due, so a
@@ -130,9 +131,9 @@ class StreamTiming:
     poll_seconds: float
 
 
-def ends_stream(status: dict[str, Any]) -> bool:
+def ends_stream(status: dict[str, Any], *, at_interruption: bool = True) -> bool:
     state = status.get("state")
-    return state in TERMINAL or state in INTERRUPTED
+    return state in TERMINAL or (at_interruption and state in INTERRUPTED)
 
 
 class TaskStreams:
@@ -162,7 +163,9 @@ class TaskStreams:
     ) -> StreamResult:
         """The stream of ``task_id``, its slot ``release`` given back when it ends; errors
         (-32001, and -32004 for a terminal task to subscribe to, A2A §3.1.6) are raised here,
-        before the first event. ``read_task`` reads the full Task (with history)."""
+        before the first event. ``read_task`` reads the full Task (with history). A stream
+        that refuses a terminal task (SubscribeToTask) ends only at a terminal state, A2A
+        §3.1.6; the others end at an interruption too."""
         wakeup, unwatch = self._wakeups.watch(scope.tenant, task_id)
         try:
             # Watching first: a change committed after this read wakes the stream.
@@ -186,6 +189,7 @@ class TaskStreams:
             release()
 
         follower = _Follower(self._reads, scope, task_id, head, self._timing.poll_seconds)
+        follower.at_interruption = not refuse_terminal
         return StreamResult(follower.events(_first_task(task, head), wakeup), done)
 
 
@@ -219,12 +223,13 @@ class _Follower:
         self._status = head.status
         self._artifacts = {_artifact_id(a): a for a in head.artifacts}
         self._poll = poll_seconds
+        self.at_interruption = True  # SubscribeToTask: False, on to a terminal state
 
     async def events(
         self, first: dict[str, Any], wakeup: Wakeup
     ) -> AsyncGenerator[dict[str, Any], None]:
         yield {"task": first}
-        if ends_stream(self._status):
+        if ends_stream(self._status, at_interruption=self.at_interruption):
             return
         while True:
             batch = await self._reads.after(self._scope, self._task_id, self._seq)
@@ -232,7 +237,7 @@ class _Follower:
                 self._seq = event.seq
                 for result in self._changes(event.status, event.artifacts):
                     yield result
-                if ends_stream(self._status):
+                if ends_stream(self._status, at_interruption=self.at_interruption):
                     return
             if len(batch) < BATCH:
                 await wakeup.wait(self._poll)

@@ -122,6 +122,21 @@ async def test_an_interrupted_state_ends_the_stream(live: EdgeHarness):
     assert _state(resumed[-1]) == states.COMPLETED
 
 
+async def test_a_subscription_goes_on_through_an_interruption_to_a_terminal_state(
+    live: EdgeHarness,
+):
+    # A2A §3.1.6: SubscribeToTask serves any non-terminal task and ends at a terminal state.
+    task_id = await _start(live, "ask which color?\nreply {answer} it is")
+    await _state_of(live, task_id, states.INPUT_REQUIRED)
+    async with SseCall(live, "SubscribeToTask", {"id": task_id}) as call:
+        answer = send_params("q-2", "blue", push=None, task_id=task_id, returnImmediately=True)
+        await live.result("SendMessage", answer)
+        results = await call.events()
+    assert results[0]["task"]["status"]["state"] == states.INPUT_REQUIRED
+    assert _state(results[-1]) == states.COMPLETED
+    assert _text(results[-1]["statusUpdate"]["status"]) == "blue it is"
+
+
 async def test_another_callers_task_is_not_found(live: EdgeHarness):
     task_id = await _start(live, "sleep 5\nreply late")
     for params in ({"id": task_id}, {"id": "no-such-task"}):
