@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 JsonDict = dict[str, Any]
@@ -43,3 +44,9 @@ class Transcript(Protocol):
 
 class SessionStore(Protocol):
     def transcript(self, tenant: str, identity: str) -> Transcript: ...
+
+    async def purge(self, *, before: datetime, batch: int) -> int:
+        """Retention (CONTRACT §6): delete the sessions of up to ``batch`` callers that have no
+        task left (retention purged them all) and no entry written since ``before``; returns
+        how many callers' sessions went."""
+        ...

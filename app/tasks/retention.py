@@ -1,5 +1,7 @@
 """Retention (CONTRACT §6): terminal tasks older than ``task_retention_days`` are purged with
-their history, turns, push configs and outbox rows.
+their history, turns, push configs and outbox rows; then the ``llm`` sessions of callers left
+with no task and no session entry written within the window (issue 48: a session is the
+caller's conversation, kept while any of its tasks is).
 
 "Older" is by ``updated_at`` (the time the task reached its terminal state). Deletion runs in
 small batches, each its own short transaction, so a large purge never holds locks for long.
@@ -20,7 +22,8 @@ BATCH = 500
 
 
 async def purge_expired(db: Database, settings: Settings, *, batch: int = BATCH) -> int:
-    """Delete expired terminal tasks; returns how many tasks were purged."""
+    """Delete expired terminal tasks, then orphaned sessions; returns how many tasks were
+    purged."""
     cutoff = utcnow() - timedelta(days=settings.task_retention_days)
     store = db.storage.task_lifecycle
     purged = 0
@@ -28,4 +31,7 @@ async def purge_expired(db: Database, settings: Settings, *, batch: int = BATCH)
         deleted = await store.purge(final=states.TERMINAL, before=cutoff, batch=batch)
         purged += deleted
         if deleted < batch:
-            return purged
+            break
+    while await db.storage.sessions.purge(before=cutoff, batch=batch) == batch:
+        pass
+    return purged

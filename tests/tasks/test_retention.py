@@ -12,8 +12,10 @@ from sqlalchemy import event, inspect, select, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.engine import Database
-from app.db.models import PushConfigRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.models import PushConfigRow, SessionEntryRow, TaskMessageRow, TaskRow, TurnRow
 from app.db.postgres.listen import asyncpg_dsn as _asyncpg_dsn
+from app.db.sessions import SessionEntry
+from app.security.caller import CallerScope
 from app.settings import Settings, load_settings
 from app.tasks import states
 from app.tasks.cancel import TaskCanceller
@@ -151,3 +153,43 @@ async def test_the_purge_deletes_turns_by_their_identities_not_the_whole_table(
         for n in on_turns
     )
     assert read <= 200 * 50, doc
+
+
+async def _session(db: Database, scope: CallerScope, entry_id: str, *, days: float) -> None:
+    transcript = db.storage.sessions.transcript(scope.tenant, scope.identity)
+    await transcript.append(SessionEntry(entry_id, {"kind": "request", "parts": []}, 1))
+    async with db.transaction() as session:
+        await session.execute(
+            update(SessionEntryRow)
+            .where(SessionEntryRow.entry_id == entry_id)
+            .values(created_at=utcnow() - timedelta(days=days))
+        )
+
+
+async def test_sessions_of_callers_with_no_task_left_are_purged(
+    database: Database, settings: Settings
+):
+    """Issue 48: a caller's ``llm`` session goes with its last task; a caller with a task
+    left, or with a session entry written within the window, keeps it."""
+    canceller = TaskCanceller(database, default_history_length=50)
+    gone, kept, fresh = SCOPE, CallerScope("demo", "user-2"), CallerScope("demo", "user-3")
+    old = (await accept(database, settings, message_id="a")).task.id
+    await canceller.cancel(gone, old)
+    await _age(database, old, 31)
+    await accept(database, settings, scope=kept, message_id="b")
+    await _session(database, gone, "task:a:user:1", days=32)
+    await _session(database, gone, "task:a:reply:final", days=31)
+    await _session(database, kept, "task:b:user:1", days=40)
+    await _session(database, fresh, "task:c:user:1", days=1)  # its task went by other means
+    other_tenant = CallerScope("other", "user-1")  # same identity key, another tenant
+    await _session(database, other_tenant, "task:d:user:1", days=1)
+
+    assert await purge_expired(database, settings) == 1
+    async with database.transaction() as session:
+        left = (await session.execute(select(SessionEntryRow.entry_id))).scalars()
+        assert set(left) == {"task:b:user:1", "task:c:user:1", "task:d:user:1"}
+    # With the window at now, the sessions with no task go whatever their age; "kept" has one.
+    assert await database.storage.sessions.purge(before=utcnow(), batch=10) == 2
+    async with database.transaction() as session:
+        left = (await session.execute(select(SessionEntryRow.entry_id))).scalars()
+        assert set(left) == {"task:b:user:1"}

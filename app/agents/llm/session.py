@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
@@ -72,3 +73,6 @@ class MemorySessions:
 
     def transcript(self, tenant: str, identity: str) -> MemoryTranscript:
         return self.by_caller.setdefault((tenant, identity), MemoryTranscript())
+
+    async def purge(self, *, before: datetime, batch: int) -> int:
+        return 0  # no tasks here to outlive: these sessions end with the process

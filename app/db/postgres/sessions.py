@@ -1,13 +1,14 @@
 """The sessions store on PostgreSQL (``app.db.sessions.SessionStore``): the reads and appends
 of every step on the statement pool (one statement each, no ORM round trips: a durable step
-saves after each model response and each tool result); compaction through the SQLAlchemy
-store's one transaction."""
+saves after each model response and each tool result); compaction and the retention purge
+through the SQLAlchemy store."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from app.db.sessions import ENTRY_RANK, SessionEntry
 from app.db.shared.sessions import SharedSessions
@@ -34,6 +35,9 @@ class PostgresSessions:
 
     def transcript(self, tenant: str, identity: str) -> PostgresTranscript:
         return PostgresTranscript(self._pool, self._shared, tenant, identity)
+
+    async def purge(self, *, before: datetime, batch: int) -> int:
+        return await self._shared.purge(before=before, batch=batch)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,19 @@
 """The sessions store in SQLAlchemy (``app.db.sessions.SessionStore``): SQLite's, and
-PostgreSQL's compaction (one transaction: the displaced entries out, the summary in)."""
+PostgreSQL's compaction (one transaction: the displaced entries out, the summary in) and
+retention purge."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from app.db.engine import Database
+from app.db.models import TaskRow
 from app.db.models.session_entries import SessionEntryRow
 from app.db.sessions import ENTRY_RANK, SUMMARY_RANK, SessionEntry
 
@@ -23,6 +27,31 @@ class SharedSessions:
 
     def transcript(self, tenant: str, identity: str) -> SharedTranscript:
         return SharedTranscript(self, tenant, identity)
+
+    async def purge(self, *, before: datetime, batch: int) -> int:
+        entry = SessionEntryRow
+        has_task = (
+            select(TaskRow.id)
+            .where(TaskRow.tenant == entry.tenant, TaskRow.identity == entry.identity)
+            .exists()
+        )
+        callers = (
+            select(entry.tenant, entry.identity)
+            .where(~has_task)
+            .group_by(entry.tenant, entry.identity)
+            .having(func.max(entry.created_at) < before)
+            .limit(batch)
+        )
+        async with self.db.transaction() as session:
+            found = (await session.execute(callers)).all()
+            by_tenant: dict[str, list[str]] = defaultdict(list)
+            for tenant, identity in found:
+                by_tenant[tenant].append(identity)
+            for tenant, identities in by_tenant.items():
+                await session.execute(
+                    delete(entry).where(entry.tenant == tenant, entry.identity.in_(identities))
+                )
+        return len(found)
 
 
 @dataclass(frozen=True)
