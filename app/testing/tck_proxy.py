@@ -12,7 +12,7 @@ docs/conformance.md):
   url of the edge interface being called, the tenant and identity claims);
 - it adds the tenant: JSON-RPC ``params.tenant`` (CONTRACT §3 step 10), HTTP+JSON the
   ``/{tenant}`` path prefix (A2A §11), gRPC the request's ``tenant`` field
-  (with the gRPC binding).
+  (``app.testing.tck_grpc_proxy``).
 
 Everything else passes through unchanged, malformed bodies and odd headers included, so the
 TCK's negative tests reach the edge as written. Run it with ``python -m app.testing.tck_proxy``.
@@ -223,7 +223,7 @@ async def _relay(response: httpx.Response) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def serve(config: ProxyConfig, host: str, port: int) -> None:
+async def serve(config: ProxyConfig, host: str, port: int, grpc_port: int | None = None) -> None:
     kit = GatewayKit(origin=config.public_origin, kid="tck-proxy")
     timeout = httpx.Timeout(10.0, read=None)  # streams stay open as long as the TCK reads
     async with httpx.AsyncClient(timeout=timeout) as client:
@@ -231,7 +231,24 @@ async def serve(config: ProxyConfig, host: str, port: int) -> None:
         server = uvicorn.Server(
             uvicorn.Config(proxy.app(), host=host, port=port, log_level="warning")
         )
-        await server.serve()
+        if grpc_port is None:
+            await server.serve()
+            return
+        from app.testing.tck_grpc_proxy import serve_grpc  # grpcio: the gRPC side only
+
+        await _edge_ready(proxy)
+        await asyncio.gather(server.serve(), serve_grpc(proxy, host, grpc_port))
+
+
+async def _edge_ready(proxy: TckProxy, attempts: int = 120) -> None:
+    """Wait for the edge's card (the gRPC side dials the interface it lists)."""
+    for _ in range(attempts):
+        try:
+            await proxy.interfaces()
+            return
+        except httpx.HTTPError:
+            await asyncio.sleep(0.5)
+    raise RuntimeError("the edge's card did not answer")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,9 +257,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--grpc-port", type=int, default=None, help="serve a gRPC proxy too")
     args = parser.parse_args(argv)
-    config = ProxyConfig(args.edge, args.tenant, f"http://{args.host}:{args.port}")
-    asyncio.run(serve(config, args.host, args.port))
+    grpc_address = None if args.grpc_port is None else f"{args.host}:{args.grpc_port}"
+    config = ProxyConfig(args.edge, args.tenant, f"http://{args.host}:{args.port}", grpc_address)
+    asyncio.run(serve(config, args.host, args.port, args.grpc_port))
 
 
 if __name__ == "__main__":
