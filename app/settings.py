@@ -65,6 +65,8 @@ class Settings(BaseSettings):
 
     # --- wire --------------------------------------------------------------------------------
     rpc_path: str = "/a2a"
+    # The gRPC binding (A2A §10, issue 49) listens on its own plaintext port; off when unset.
+    grpc_port: int | None = Field(default=None, ge=1, le=65535)
     jwks_path: str = "/.well-known/jwks.json"
     identity_claim: str = "https://loopingai.org/identity"
     tenant_claim: str = "https://loopingai.org/tenant"

@@ -91,9 +91,10 @@ async def test_case_18_interface_url_comes_from_public_url_not_the_request_host(
     async with edge_harness(db_url, public_url="https://edge.example.com") as edge:
         for host in ("elsewhere.test", "edge.example.com", "localhost"):
             card = (await edge.client.get(CARD_PATH, headers={"Host": host})).json()
-            (iface,) = card["supportedInterfaces"]
+            iface, rest = card["supportedInterfaces"]
             assert iface["url"] == "https://edge.example.com/a2a"
             assert iface["protocolVersion"] == "1.0"
+            assert rest["url"] == "https://edge.example.com"
             assert _protected(card)["jku"] == "https://edge.example.com/.well-known/jwks.json"
 
 
@@ -109,8 +110,9 @@ async def test_cases_40_41_42_extended_cards_verify_against_the_served_jwks(
         for tenant in ("demo", "sibling")
     }
     for tenant, card in cards.items():
-        (iface,) = card["supportedInterfaces"]
+        iface, rest = card["supportedInterfaces"]
         assert (iface["tenant"], iface["url"]) == (tenant, "http://localhost/a2a")
+        assert (rest["tenant"], rest["url"]) == (tenant, "http://localhost")
         # Same key, kid and jku as the stub card (CONTRACT §4); the jku is our own JWKS.
         assert _protected(card) == _protected(stub)
         assert _protected(card)["jku"] == "http://localhost/.well-known/jwks.json"

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.interfaces import JSONRPC, served_interfaces
 from app.settings import Settings
 from app.tenants.manifest import EDGE_CAPABILITY_FLAGS, TenantManifest
 
 PROTOCOL_VERSION = "1.0"  # the A2A protocol version, never the agent's own (REFERENCE-CASES 53)
-PROTOCOL_BINDING = "JSONRPC"
+PROTOCOL_BINDING = JSONRPC
 SCHEME_NAME = "gatewayJwt"
 DEFAULT_MODES = ("text/plain",)
 
@@ -38,6 +39,9 @@ class CardOptions:
     # ``advertise_streaming``: ``capabilities.streaming`` as the edge serves it (true). The
     # reference vector was produced when the edge did not stream (false).
     advertise_streaming: bool = True
+    # ``other_bindings``: list HTTP+JSON (and gRPC when configured) after JSON-RPC. The
+    # reference vector was produced when the edge served JSON-RPC alone.
+    other_bindings: bool = True
 
 
 def _capabilities(flags: dict[str, Any], options: CardOptions) -> dict[str, Any]:
@@ -59,15 +63,25 @@ def _security(options: CardOptions) -> dict[str, Any]:
     return fields
 
 
-def _interface(settings: Settings, tenant: str | None) -> dict[str, str]:
-    interface = {
-        "url": settings.endpoint_url,
-        "protocolBinding": PROTOCOL_BINDING,
-        "protocolVersion": PROTOCOL_VERSION,
-    }
-    if tenant is not None:
-        interface["tenant"] = tenant
-    return interface
+def _interfaces(
+    settings: Settings, tenant: str | None, options: CardOptions
+) -> list[dict[str, str]]:
+    """``supportedInterfaces``: JSON-RPC first, then the other bindings (``app.interfaces``);
+    each names the tenant on a tenant card."""
+    interfaces = served_interfaces(settings)
+    if not options.other_bindings:
+        interfaces = interfaces[:1]
+    out = []
+    for served in interfaces:
+        interface = {
+            "url": served.url,
+            "protocolBinding": served.binding,
+            "protocolVersion": PROTOCOL_VERSION,
+        }
+        if tenant is not None:
+            interface["tenant"] = tenant
+        out.append(interface)
+    return out
 
 
 def stub_description(base: str, tenant_ids: Sequence[str], options: CardOptions) -> str:
@@ -83,7 +97,7 @@ def build_stub_card(
     return {
         "name": settings.card_name,
         "description": stub_description(settings.card_description, tenant_ids, options),
-        "supportedInterfaces": [_interface(settings, None)],
+        "supportedInterfaces": _interfaces(settings, None, options),
         "version": settings.card_version,
         "capabilities": _capabilities(EDGE_CAPABILITY_FLAGS, options),
         **_security(options),
@@ -114,7 +128,7 @@ def build_tenant_card(
     return {
         "name": fields["name"],
         "description": fields["description"],
-        "supportedInterfaces": [_interface(settings, tenant_id)],
+        "supportedInterfaces": _interfaces(settings, tenant_id, options),
         "version": fields["version"],
         "capabilities": _capabilities(fields["capabilities"], options),
         **_security(options),

@@ -29,6 +29,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 
 from app.errors import BadRequest, EdgeError, Unauthorized
+from app.interfaces import interface_url
 from app.origins import OriginError, ParsedUrl
 from app.security.caller import VerifiedCaller
 from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_object
@@ -86,7 +87,10 @@ class GatewayTokenVerifier:
     ) -> None:
         self._allowlist = settings.allowlist
         self._peers = settings.peer_allowlist
+        # CONTRACT §3 step 6, per interface (issue 49): a token's aud is the url of the
+        # interface it calls, exactly as the cards list it (``app.interfaces``).
         self._audience = settings.endpoint_url
+        self._settings = settings
         self._identity_claim = settings.identity_claim
         self._tenant_claim = settings.tenant_claim
         self._max_token = settings.max_token_bytes
@@ -96,16 +100,25 @@ class GatewayTokenVerifier:
         self._clock = clock
         self._headers: dict[str, _Header] = {}
 
-    async def verify(self, authorization: str | None) -> VerifiedCaller:
+    async def verify(
+        self, authorization: str | None, *, audience: str | None = None
+    ) -> VerifiedCaller:
+        """``audience``: the url of the interface called; the JSON-RPC url when omitted."""
         try:
-            return await self._verify(authorization)
+            return await self._verify(authorization, audience or self._audience)
         except EdgeError:
             raise
         except Exception:
             # Defence in depth: a bug or an unexpected library error is a refusal, not a 500.
             raise _fail("malformed_token", "token could not be verified") from None
 
-    async def _verify(self, authorization: str | None) -> VerifiedCaller:
+    def for_binding(self, binding: str) -> InterfaceVerifier:
+        """A verifier for one binding's interface (``app.interfaces``: ``HTTP_JSON``,
+        ``GRPC``...): its tokens must carry that interface's url as ``aud``. Shares this
+        verifier's key cache. ``LookupError`` if the binding is not served."""
+        return InterfaceVerifier(self, interface_url(self._settings, binding))
+
+    async def _verify(self, authorization: str | None, audience: str) -> VerifiedCaller:
         token = self._bearer(authorization)  # step 1
         parts = token.split(".")
         if len(parts) != 3:  # JWE compact has 5 parts (RFC 7516 §7.1); we accept JWS only
@@ -124,7 +137,7 @@ class GatewayTokenVerifier:
         except (JoseError, InvalidSignature, ValueError):
             raise _fail("bad_signature", "token signature is invalid") from None
         self._jwks.confirm(header.jku, key)
-        self._check_time_and_audience(claims)  # step 6
+        self._check_time_and_audience(claims, audience)  # step 6
         return self._caller(claims, header)  # steps 7 and 8
 
     # --- step 1 ------------------------------------------------------------------------------
@@ -198,8 +211,8 @@ class GatewayTokenVerifier:
 
     # --- step 6 ------------------------------------------------------------------------------
 
-    def _check_time_and_audience(self, claims: Mapping[str, Any]) -> None:
-        self._check_audience(claims.get("aud"))
+    def _check_time_and_audience(self, claims: Mapping[str, Any], audience: str) -> None:
+        _check_audience(claims.get("aud"), audience)
         now = self._clock()
         exp, iat, nbf = claims.get("exp"), claims.get("iat"), claims.get("nbf")
         if exp is None:  # stricter than core: a token without exp is refused
@@ -223,23 +236,6 @@ class GatewayTokenVerifier:
                 raise _fail("bad_claim_type", "token nbf is not a number")
             if nbf > now + self._skew:  # RFC 7519 §4.1.5
                 raise _fail("not_yet_valid", "token is not yet valid")
-
-    def _check_audience(self, aud: object) -> None:
-        # RFC 7519 §4.1.3: a string or an array of strings; exact match on the configured
-        # endpoint URL (never derived from Host or X-Forwarded-*).
-        if isinstance(aud, str):
-            if aud != self._audience:
-                raise _fail("bad_audience", "token audience is not this endpoint")
-            return
-        if isinstance(aud, list):
-            if not aud or not all(isinstance(item, str) for item in aud):
-                raise _fail("bad_claim_type", "token aud must be a string or strings")
-            if self._audience not in aud:
-                raise _fail("bad_audience", "token audience is not this endpoint")
-            return
-        if aud is None:
-            raise _fail("bad_audience", "token has no aud")
-        raise _fail("bad_claim_type", "token aud must be a string or strings")
 
     # --- steps 7 and 8 -----------------------------------------------------------------------
 
@@ -277,3 +273,32 @@ class GatewayTokenVerifier:
             subject=sub,
             token_id=jti,
         )
+
+
+def _check_audience(aud: object, audience: str) -> None:
+    # RFC 7519 §4.1.3: a string or an array of strings; exact match on the configured
+    # url of the interface called, from configuration (never from Host or X-Forwarded-*).
+    if isinstance(aud, str):
+        if aud != audience:
+            raise _fail("bad_audience", "token audience is not this endpoint")
+        return
+    if isinstance(aud, list):
+        if not aud or not all(isinstance(item, str) for item in aud):
+            raise _fail("bad_claim_type", "token aud must be a string or strings")
+        if audience not in aud:
+            raise _fail("bad_audience", "token audience is not this endpoint")
+        return
+    if aud is None:
+        raise _fail("bad_audience", "token has no aud")
+    raise _fail("bad_claim_type", "token aud must be a string or strings")
+
+
+class InterfaceVerifier:
+    """``GatewayTokenVerifier.verify`` with the audience of one interface."""
+
+    def __init__(self, verifier: GatewayTokenVerifier, audience: str) -> None:
+        self._verifier = verifier
+        self.audience = audience
+
+    async def verify(self, authorization: str | None) -> VerifiedCaller:
+        return await self._verifier.verify(authorization, audience=self.audience)

@@ -33,7 +33,12 @@ def test_stub_card_content(settings: Settings, key: SigningKey) -> None:
             "url": "https://edge.example.com/a2a",
             "protocolBinding": "JSONRPC",
             "protocolVersion": "1.0",
-        }
+        },
+        {
+            "url": "https://edge.example.com",
+            "protocolBinding": "HTTP+JSON",
+            "protocolVersion": "1.0",
+        },
     ]
     assert card["capabilities"] == {
         "streaming": True,
@@ -65,9 +70,9 @@ def test_stub_card_without_tenants_keeps_the_configured_description(
 
 def test_protocol_version_is_the_protocol_not_the_agent(key: SigningKey) -> None:
     settings = load_settings(public_url="https://edge.example.com", card_version="7.3.1")
-    [interface] = CardService(settings, key).stub_card([]).card["supportedInterfaces"]
-    assert interface["protocolVersion"] == "1.0"
-    assert interface["protocolBinding"] == "JSONRPC"
+    interfaces = CardService(settings, key).stub_card([]).card["supportedInterfaces"]
+    assert [i["protocolVersion"] for i in interfaces] == ["1.0", "1.0"]
+    assert [i["protocolBinding"] for i in interfaces] == ["JSONRPC", "HTTP+JSON"]
 
 
 def test_tenant_card_content(settings: Settings, key: SigningKey, manifest: TenantManifest) -> None:
@@ -82,7 +87,13 @@ def test_tenant_card_content(settings: Settings, key: SigningKey, manifest: Tena
             "protocolBinding": "JSONRPC",
             "tenant": "alpha",
             "protocolVersion": "1.0",
-        }
+        },
+        {
+            "url": "https://edge.example.com",
+            "protocolBinding": "HTTP+JSON",
+            "tenant": "alpha",
+            "protocolVersion": "1.0",
+        },
     ]
     assert card["skills"] == [
         {
@@ -237,3 +248,17 @@ def test_stub_card_has_a_tenant_neutral_skill(settings: Settings, key: SigningKe
     assert skill["id"] and skill["name"] == settings.card_name and skill["tags"]
     assert "alpha" not in str(skill) and "beta" not in str(skill)
     ParseDict(card, AgentCard())  # still a valid AgentCard
+
+
+def test_grpc_is_listed_last_with_the_public_host_when_its_port_is_set(
+    key: SigningKey, manifest: TenantManifest
+) -> None:
+    settings = load_settings(public_url="https://edge.example.com:8443", grpc_port=50051)
+    service = CardService(settings, key)
+    for card in (service.stub_card([]).card, service.tenant_card("alpha", manifest, 1)):
+        interfaces = card["supportedInterfaces"]
+        assert [(i["protocolBinding"], i["url"]) for i in interfaces] == [
+            ("JSONRPC", "https://edge.example.com:8443/a2a"),
+            ("HTTP+JSON", "https://edge.example.com:8443"),
+            ("GRPC", "edge.example.com:50051"),
+        ]

@@ -29,9 +29,12 @@ def vector_service(vector_key: SigningKey) -> CardService:
         card_version="0.1.0",
     )
     # The vector was produced without advertised security schemes, without skills, and when
-    # the edge did not stream.
+    # the edge did not stream and served JSON-RPC alone.
     options = CardOptions(
-        advertise_security_schemes=False, deployment_skill=False, advertise_streaming=False
+        advertise_security_schemes=False,
+        deployment_skill=False,
+        advertise_streaming=False,
+        other_bindings=False,
     )
     return CardService(settings, vector_key, options=options)
 

@@ -51,10 +51,15 @@ async def test_stub_card_names_no_tenant_and_is_signed(edge: EdgeHarness) -> Non
     card = r.json()
     assert card["capabilities"]["extendedAgentCard"] is True
     assert card["capabilities"]["pushNotifications"] is True
-    (iface,) = card["supportedInterfaces"]
+    iface, rest = card["supportedInterfaces"]
     assert iface == {
         "url": "http://localhost/a2a",
         "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
+    assert rest == {
+        "url": "http://localhost",
+        "protocolBinding": "HTTP+JSON",
         "protocolVersion": "1.0",
     }
     header = _b64json(card["signatures"][0]["protected"])
