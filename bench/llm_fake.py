@@ -3,7 +3,8 @@
 
 ``python -m bench.llm_fake --steps K [--delay S]`` answers every turn with ``K - 1`` tool calls
 to ``noop`` and then a text, over and over (one caller at a time keeps the cycle aligned with
-the turns); ``--steps 1`` answers text only. Prints its base URL on the first line.
+the turns); ``--steps 1`` answers text only. A request with no tools (the edge's compaction
+summary) gets a text and leaves the cycle alone. Prints its base URL on the first line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 
 from app.testing.fake_model import FakeModelServer, Recorded, Step, text, tool_call
 
+SUMMARY = text("an earlier conversation about the benchmark")
+
 
 class CyclingFake(FakeModelServer):
     def __init__(self, steps: list[Step]) -> None:
@@ -21,6 +24,9 @@ class CyclingFake(FakeModelServer):
         self._cycle = itertools.cycle(steps)
 
     def _next(self, recorded: Recorded) -> Step | None:
+        if not recorded.body.get("tools"):
+            # A call with no tools (the edge's compaction summary) takes no place in the cycle.
+            return SUMMARY
         with self._lock:
             return next(self._cycle)  # nothing recorded: a long run would only grow
 

@@ -10,7 +10,7 @@ compaction summary is read first. Appending an id that exists writes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -21,11 +21,14 @@ ENTRY_RANK = 1
 
 @dataclass(frozen=True)
 class SessionEntry:
-    """One saved message: a stable id, the message as JSON, its estimated token count."""
+    """One saved message: a stable id, the message as JSON, its estimated token count.
+    ``text``: the same message already encoded as compact JSON, when the writer has it (the
+    store then writes it as is instead of encoding ``message`` again)."""
 
     id: str
     message: JsonDict
     tokens: int
+    text: str | None = field(default=None, compare=False, repr=False)
 
 
 class Transcript(Protocol):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from app.db.sessions import SessionEntry, SessionStore, Transcript
@@ -31,11 +32,13 @@ __all__ = [
 ]
 
 CHARS_PER_TOKEN = 4  # the budget's estimate: no tokenizer is assumed for an arbitrary model
+_ONE_MESSAGE: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 
 
 def entry_of(entry_id: str, message: ModelMessage) -> SessionEntry:
-    doc = json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0]
-    return SessionEntry(entry_id, doc, estimate_tokens(doc))
+    """The message encoded once: its JSON text is stored as is and sized for the budget."""
+    text = _ONE_MESSAGE.dump_json(message).decode()
+    return SessionEntry(entry_id, json.loads(text), _tokens_of(text), text=text)
 
 
 def message_of(entry: SessionEntry) -> ModelMessage:
@@ -43,7 +46,11 @@ def message_of(entry: SessionEntry) -> ModelMessage:
 
 
 def estimate_tokens(doc: Any) -> int:
-    return max(1, len(json.dumps(doc, separators=(",", ":"))) // CHARS_PER_TOKEN)
+    return _tokens_of(json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
+
+
+def _tokens_of(text: str) -> int:
+    return max(1, len(text) // CHARS_PER_TOKEN)
 
 
 @dataclass

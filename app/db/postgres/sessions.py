@@ -52,7 +52,9 @@ class PostgresTranscript:
         return [SessionEntry(r["entry_id"], json.loads(r["message"]), r["tokens"]) for r in rows]
 
     async def append(self, entry: SessionEntry) -> bool:
-        doc = json.dumps(entry.message, separators=(",", ":"))
+        doc = entry.text
+        if doc is None:
+            doc = json.dumps(entry.message, separators=(",", ":"))
         args = (self.tenant, self.identity, entry.id, ENTRY_RANK, doc, entry.tokens)
         return await self.pool.fetchval(_APPEND_SQL, *args) is not None
 
