@@ -95,11 +95,13 @@ def build_services(
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
     store = TenantStore(database)
     try:
+        storage = open_storage(database)
         llm = build_llm_runtime(
             environ or {},
             failure_text=settings.failure_text,
-            sessions=open_storage(database).sessions,
+            sessions=storage.sessions,
             registry=metrics.registry,
+            subtasks=storage.subtasks,
         )
     except PluginError as exc:
         raise ConfigError(f"plugins: {exc}") from None

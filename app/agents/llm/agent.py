@@ -40,6 +40,7 @@ from app.agents.envelope import parse_envelope
 from app.agents.llm import compaction, history, hitl
 from app.agents.llm.batch import Batch, CallResult, arguments, bad_arguments
 from app.agents.llm.config import LlmConfig, parse_llm_config
+from app.agents.llm.delegation.rounds import DelegatingTurn
 from app.agents.llm.events import (
     EventBus,
     LoopEvent,
@@ -70,6 +71,8 @@ class LlmAgent:
         return cls(parse_llm_config(config), runtime)
 
     async def run(self, ctx: TurnContext) -> AgentResult:
+        if self.config.delegation is not None:
+            return await DelegatingTurn(self.config, self.runtime, ctx).run()
         return await _Turn(self.config, self.runtime, ctx).run()
 
 

@@ -1,6 +1,7 @@
 """What every ``llm`` turn of a process shares, built once where the worker is built: the
 environment mapping (model keys are read from it at turn time), the plugins, the session
-store, one HTTP client for model servers, the operator's failure text and the metrics."""
+store, the subtasks store (delegation), one HTTP client for model servers, the operator's
+failure text and the metrics."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import httpx2
 from prometheus_client import CollectorRegistry
 
+from app.agents.llm.delegation.memory import MemorySubtasks
 from app.agents.llm.events import Subscriber
 from app.agents.llm.metrics import LlmMetrics
 from app.agents.llm.plugins import PluginSet, build_plugins, installed_plugin_objects
 from app.agents.llm.session import MemorySessions, SessionStore
+from app.db.subtasks import SubtaskStore
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class LlmRuntime:
     metrics: LlmMetrics | None = None
     subscribers: tuple[Subscriber, ...] = ()
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    subtasks: SubtaskStore = field(default_factory=MemorySubtasks)  # delegating agents' rounds
 
     def with_subscribers(self, *subscribers: Subscriber) -> LlmRuntime:
         return replace(self, subscribers=(*self.subscribers, *subscribers))
@@ -51,6 +55,7 @@ def build_llm_runtime(
     failure_text: str,
     sessions: SessionStore,
     registry: CollectorRegistry | None = None,
+    subtasks: SubtaskStore | None = None,
 ) -> LlmRuntime:
     """The process's runtime with the installed plugins checked (``PluginError``: one line)."""
     from app.agents.llm.hitl import ASK_USER_TOOL
@@ -63,4 +68,5 @@ def build_llm_runtime(
         sessions=sessions,
         http_client=httpx2.AsyncClient(trust_env=False, follow_redirects=False),
         metrics=LlmMetrics(registry),
+        subtasks=subtasks if subtasks is not None else MemorySubtasks(),
     )
