@@ -42,7 +42,8 @@ def tally(report: Mapping[str, Any], level: str = "MUST") -> dict[str, Tally]:
 
 
 def not_tested(report: Mapping[str, Any], level: str = "MUST") -> list[str]:
-    """The requirements of ``level`` the TCK lists but has no test for."""
+    """The requirements of ``level`` with no result: the TCK has no test for them, or none on
+    the transports run (a JSON-only check on a gRPC run)."""
     return sorted(
         requirement
         for requirement, entry in (report.get("per_requirement") or {}).items()
@@ -62,7 +63,7 @@ def render(report: Mapping[str, Any], transports: tuple[str, ...]) -> str:
                 details.append(f"- {transport} {label}: {', '.join(ids)}")
     untested = not_tested(report)
     if untested:
-        details.append(f"- without a test in the TCK: {', '.join(untested)}")
+        details.append(f"- not tested on the transports run: {', '.join(untested)}")
     return "\n".join(["MUST requirements", "", *lines, "", *details]) + "\n"
 
 

@@ -27,7 +27,7 @@ def test_must_requirements_are_counted_per_transport():
     assert "| agent_card | 1 | 0 | 0 |" in text
     assert "- grpc failed: CORE-SEND-001" in text
     assert "- jsonrpc skipped: CORE-CAP-001" in text
-    assert "without a test in the TCK: AUTH-TLS-001" in text
+    assert "not tested on the transports run: AUTH-TLS-001" in text
     assert "CARD-CACHE-001" not in text
 
 
