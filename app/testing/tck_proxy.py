@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -157,17 +158,26 @@ class TckProxy:
         return self._interfaces
 
     async def edge_card(self) -> dict[str, Any]:
+        return (await self._read_edge_card())[0]
+
+    async def _read_edge_card(self) -> tuple[dict[str, Any], httpx.Headers]:
         response = await self._client.get(self.config.edge_url.rstrip("/") + CARD_PATH)
         response.raise_for_status()
         card = response.json()
         if not isinstance(card, dict):
             raise ValueError("the edge's card is not a JSON object")
-        return card
+        return card, response.headers
 
     async def card(self, _request: Request) -> Response:
-        card = await self.edge_card()
+        """The rewritten card, cached as the edge's is (its ``Cache-Control``; an ``ETag`` of
+        the document served, which is not the edge's)."""
+        card, headers = await self._read_edge_card()
         self._interfaces = edge_interfaces(card)
-        return JSONResponse(rewrite_card(card, self.config))
+        body = json.dumps(rewrite_card(card, self.config), separators=(",", ":")).encode()
+        caching = {"ETag": f'"{hashlib.sha256(body).hexdigest()[:32]}"'}
+        if "cache-control" in headers:
+            caching["Cache-Control"] = headers["cache-control"]
+        return Response(body, media_type="application/json", headers=caching)
 
     async def jwks(self, _request: Request) -> Response:
         return JSONResponse(self.kit.jwks(), headers={"Cache-Control": "max-age=300"})

@@ -1,9 +1,9 @@
-"""The summary ``scripts/tck`` writes: per transport, the MUST requirements passed, failed and
-skipped, read from the TCK's ``reports/compatibility.json``.
+"""The summary ``scripts/tck`` writes: per transport, the requirements of one level (MUST
+unless told) passed, failed and skipped, read from the TCK's ``reports/compatibility.json``.
 
 A requirement counts for a transport when the TCK recorded a result for it there; the
 transport-neutral ones (the agent card, ``agent_card`` in the report) are counted on their own
-line. ``python -m app.testing.tck_summary <compatibility.json> [transport]``.
+line. ``python -m app.testing.tck_summary <compatibility.json> [transport] [level]``.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def not_tested(report: Mapping[str, Any], level: str = "MUST") -> list[str]:
     )
 
 
-def render(report: Mapping[str, Any], transports: tuple[str, ...]) -> str:
-    tallies = tally(report)
+def render(report: Mapping[str, Any], transports: tuple[str, ...], level: str = "MUST") -> str:
+    tallies = tally(report, level)
     lines = ["| transport | passed | failed | skipped |", "|---|---|---|---|"]
     details: list[str] = []
     for transport in (*transports, NEUTRAL):
@@ -61,10 +61,10 @@ def render(report: Mapping[str, Any], transports: tuple[str, ...]) -> str:
         for label, ids in (("failed", t.failed), ("skipped", t.skipped)):
             if ids:
                 details.append(f"- {transport} {label}: {', '.join(ids)}")
-    untested = not_tested(report)
+    untested = not_tested(report, level)
     if untested:
         details.append(f"- not tested on the transports run: {', '.join(untested)}")
-    return "\n".join(["MUST requirements", "", *lines, "", *details]) + "\n"
+    return "\n".join([f"{level} requirements", "", *lines, "", *details]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     report = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     chosen = args[1] if len(args) > 1 else "all"
     transports = TRANSPORTS if chosen == "all" else (chosen,)
-    sys.stdout.write(render(report, transports))
+    level = args[2].upper() if len(args) > 2 else "MUST"
+    sys.stdout.write(render(report, transports, level))
 
 
 if __name__ == "__main__":

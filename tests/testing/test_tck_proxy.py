@@ -55,7 +55,9 @@ def _send(message_id: str) -> dict[str, Any]:
 
 async def test_the_card_lists_the_proxy_for_each_interface_and_drops_the_signatures(proxy):
     _, client = proxy
-    card = (await client.get("/.well-known/agent-card.json")).json()
+    response = await client.get("/.well-known/agent-card.json")
+    assert "max-age" in response.headers["cache-control"] and response.headers["etag"]
+    card = response.json()
     jsonrpc = [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "JSONRPC"]
     assert jsonrpc[0]["url"] == PROXY + "/jsonrpc"
     assert all(i["url"].startswith(PROXY) for i in card["supportedInterfaces"])

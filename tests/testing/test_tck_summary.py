@@ -37,3 +37,9 @@ def test_the_command_reads_a_report_file(tmp_path: Path, capsys: pytest.CaptureF
     main([str(path), "jsonrpc"])
     out = capsys.readouterr().out
     assert "| jsonrpc | 1 | 0 | 1 |" in out and "| grpc |" not in out
+
+
+def test_another_level_is_counted_when_asked():
+    text = render(REPORT, ("jsonrpc",), "SHOULD")
+    assert text.startswith("SHOULD requirements")
+    assert "| agent_card | 0 | 1 | 0 |" in text
