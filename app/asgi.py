@@ -1,6 +1,7 @@
 """ASGI entry for uvicorn (``app.asgi:app``): builds settings and services once per process.
 
-The CLI passes which background loops to run through ``LOOPING_EDGE_BACKGROUND`` because
+The CLI passes which background loops to run through ``LOOPING_EDGE_BACKGROUND`` (and the
+host the gRPC port binds, ``LOOPING_EDGE_GRPC_HOST``) because
 uvicorn's multi-worker mode imports the app in fresh processes; this module is the process
 entry point, the one place besides the CLI that reads the environment.
 """
@@ -25,4 +26,5 @@ except ConfigError as exc:
 
 _flags = set(filter(None, os.environ.get("LOOPING_EDGE_BACKGROUND", "workers,push").split(",")))
 attach_background(_services, workers="workers" in _flags, push="push" in _flags)
-app = create_app(_services)
+# The gRPC port (EDGE_GRPC_PORT) listens on the host the CLI's --host names, as HTTP does.
+app = create_app(_services, grpc_host=os.environ.get("LOOPING_EDGE_GRPC_HOST", "127.0.0.1"))

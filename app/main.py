@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from app.grpc.binding import build_grpc_server
 from app.http.routes import RpcEndpoint, add_rpc_route, build_router
 from app.method_table import call_dispatcher
 from app.rpc.dispatch import RpcDispatcher
@@ -56,9 +57,13 @@ class EdgeApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
+def create_app(
+    services: EdgeServices, *, raw_rpc: bool = True, grpc_host: str = "127.0.0.1"
+) -> FastAPI:
     """The edge's ASGI app. ``raw_rpc=False`` serves the RPC path as a plain FastAPI route
-    (the bench's comparison, ``bench/asgi_path.py``)."""
+    (the bench's comparison, ``bench/asgi_path.py``). With ``EDGE_GRPC_PORT`` set, the gRPC
+    server (on ``grpc_host``) joins the background services: it starts and stops with them,
+    stopping first."""
     settings = services.settings
     dispatcher = RpcDispatcher(
         verifier=services.verifier,
@@ -66,6 +71,8 @@ def create_app(services: EdgeServices, *, raw_rpc: bool = True) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
     )
+    if settings.grpc_port is not None:
+        services.background.append(build_grpc_server(services, host=grpc_host))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

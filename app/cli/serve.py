@@ -72,6 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
     os.environ["LOOPING_EDGE_BACKGROUND"] = _background_flags(args)
+    os.environ["LOOPING_EDGE_GRPC_HOST"] = args.host
     uvicorn.run(
         "app.asgi:app",
         factory=False,
