@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.agents.llm.delegation.test_config import example
 from tests.cli.test_edge_cli import _cli, _one_line, operator  # noqa: F401 - the fixture
 
@@ -16,6 +18,7 @@ def _write(tmp_path: Path, doc: object) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_the_example_is_stored_and_a_missing_policy_string_is_refused(
     operator: tuple[dict[str, str], Path],  # noqa: F811
     tmp_path: Path,

@@ -1,0 +1,101 @@
+"""kill -9 of a worker while two of a round's three subtasks are finished (real processes,
+PostgreSQL): after the takeover only the third runs, the turn completes once, and the round's
+acknowledgement and the final reply each got one outbox row."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.db import subtasks as st
+from app.db.engine import Database
+from app.db.models.subtasks import SubtaskRow
+from app.tasks import states
+from app.testing.edge import edge_harness
+from app.testing.fake_model import FakeModelServer, text
+from tests.agents.llm.delegation.kit import config, delegate, final
+from tests.worker.helpers import history, outbox, reached, send, task_row
+from tests.worker.processes import CLI, WorkerProcess, worker_env
+from tests.worker.test_processes import until
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+def _start(pg_url: str, tmp: Path, name: str) -> WorkerProcess:
+    out = tmp / f"{name}.log"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [CLI, "worker"],
+            env=worker_env(pg_url),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=str(tmp),
+        )
+    return WorkerProcess(proc, out)
+
+
+async def _rows(db: Database, task_id: str) -> list[SubtaskRow]:
+    query = select(SubtaskRow).where(SubtaskRow.task_id == task_id).order_by(SubtaskRow.ordinal)
+    async with db.transaction() as session:
+        return list((await session.execute(query)).scalars())
+
+
+async def _two_done(db: Database, task_id: str) -> bool | None:
+    done = [r for r in await _rows(db, task_id) if r.status == st.COMPLETED]
+    return True if len(done) == 2 else None
+
+
+async def test_after_a_kill_only_the_unfinished_subtask_runs(pg_url: str, tmp_path: Path) -> None:
+    with FakeModelServer() as fake:
+        fake.script(
+            delegate("a", "b", "c"),
+            text("first", delay=0.2),
+            text("second", delay=0.2),
+            text("never delivered", delay=60),  # the victim dies waiting for this one
+            text("third"),
+            final("all three"),
+        )
+        async with edge_harness(pg_url) as edge:
+            await edge.add_tenant("demo", agent="llm", agent_config=config(fake))
+            db = edge.services.db
+            victim = _start(pg_url, tmp_path, "victim")
+            try:
+                task_id = await send(edge, "research", message_id="m-1")
+                await until(lambda: _two_done(db, task_id), victim, timeout=40)
+                victim.signal(signal.SIGKILL)
+                victim.proc.wait(timeout=10)
+            finally:
+                if victim.proc.poll() is None:
+                    victim.proc.kill()
+            before = {r.ordinal: (r.status, r.result) for r in await _rows(db, task_id)}
+            rescuer = _start(pg_url, tmp_path, "rescuer")
+            try:
+                await until(lambda: reached(db, task_id, *states.TERMINAL), rescuer, timeout=40)
+                row = await task_row(db, task_id)
+                replies = [m for m in await history(db, task_id) if m["role"] == "ROLE_AGENT"]
+                rows = await _rows(db, task_id)
+                keys = [r.message_key for r in await outbox(db, task_id)]
+            finally:
+                rescuer.proc.terminate()
+                rescuer.proc.wait(timeout=15)
+    assert row.state == states.COMPLETED, rescuer.logs()[-3000:]
+    assert [m["parts"][0]["text"] for m in replies] == ["all three"]
+    running = [n for n, (status, _) in before.items() if status == st.RUNNING]
+    assert len(running) == 1
+    # 6 requests: the delegate, three subagents (one never answered), the third again, the reply.
+    assert len(fake.requests) == 6
+    assert fake.requests[4].messages[1]["content"].split("\n")[0] in {"a", "b", "c"}
+    assert {r.ordinal: r.result for r in rows}[running[0]] == "third"
+    for n, (status, result) in before.items():
+        if status == st.COMPLETED:
+            assert {r.ordinal: r.result for r in rows}[n] == result  # not run again
+    # Outbox rows carry the key after "<taskId>:" of the pushed message id.
+    assert keys.count("round-1:ack") == 1 and keys.count("final") == 1
+    assert sorted(k for k in keys if k.startswith("subtask-")) == sorted(
+        f"subtask-{n}:{end}" for n in (1, 2, 3) for end in ("start", "end")
+    )
+    assert fake.requests[5].messages[-1]["role"] == "tool"  # round 2 saw the three results
