@@ -181,7 +181,7 @@ class PushNotificationNotSupported(RpcError):
     code = -32003
     a2a_reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
     http_status = 400
-    grpc_status = "FAILED_PRECONDITION"
+    grpc_status = "UNIMPLEMENTED"  # A2A 1.0.0 §5.4, which the TCK checks (docs/protocol.md)
     default_reason = "push_not_supported"
 
 
@@ -189,7 +189,7 @@ class UnsupportedOperation(RpcError):
     code = -32004
     a2a_reason = "UNSUPPORTED_OPERATION"
     http_status = 400
-    grpc_status = "FAILED_PRECONDITION"
+    grpc_status = "UNIMPLEMENTED"  # A2A 1.0.0 §5.4, which the TCK checks (docs/protocol.md)
     default_reason = "unsupported_operation"
 
 
@@ -244,5 +244,5 @@ class VersionNotSupported(RpcError):
     code = -32009
     a2a_reason = "VERSION_NOT_SUPPORTED"
     http_status = 400
-    grpc_status = "FAILED_PRECONDITION"
+    grpc_status = "UNIMPLEMENTED"  # A2A 1.0.0 §5.4, which the TCK checks (docs/protocol.md)
     default_reason = "version_not_supported"

@@ -86,7 +86,7 @@ async def test_the_tenant_field_must_match_the_token_and_be_known(live: GrpcEdge
 
 async def test_the_version_metadata_is_required(live: GrpcEdge):
     error = await _refused(live.stub.GetTask(_get(), metadata=live.metadata(version=None)))
-    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error.code() == grpc.StatusCode.UNIMPLEMENTED
     info = error_info(error)
     assert info.reason == "VERSION_NOT_SUPPORTED"
     assert info.metadata["supportedVersions"] == "1.0"

@@ -104,7 +104,7 @@ async def test_subscribe_to_a_running_task(live: GrpcEdge):
     )
     assert events[0].task.id == task_id
     assert _state(events[-1]) == TaskState.TASK_STATE_COMPLETED
-    # Finished: a second subscription is refused (A2A §10.4.6), FAILED_PRECONDITION.
+    # Finished: a second subscription is refused (A2A §10.4.6), UNIMPLEMENTED (A2A 1.0.0 §5.4).
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await _events(
             live.stub.SubscribeToTask(
@@ -112,7 +112,7 @@ async def test_subscribe_to_a_running_task(live: GrpcEdge):
                 metadata=live.metadata(),
             )
         )
-    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert error_info(refused.value).reason == "UNSUPPORTED_OPERATION"
 
 

@@ -131,7 +131,7 @@ def test_every_a2a_error_maps_to_a_status_on_each_binding() -> None:
     mapped = {c.a2a_reason: (c.code, c.http_status, c.grpc_status) for c in leaves(RpcError)}
     assert mapped["TASK_NOT_FOUND"] == (-32001, 404, "NOT_FOUND")
     assert mapped["TASK_NOT_CANCELABLE"] == (-32002, 400, "FAILED_PRECONDITION")
-    assert mapped["VERSION_NOT_SUPPORTED"] == (-32009, 400, "FAILED_PRECONDITION")
+    assert mapped["VERSION_NOT_SUPPORTED"] == (-32009, 400, "UNIMPLEMENTED")
     assert mapped["INVALID_PARAMS"] == (-32602, 400, "INVALID_ARGUMENT")
     assert mapped["INTERNAL_ERROR"] == (-32603, 500, "INTERNAL")
     assert all(400 <= http < 600 for _, http, _ in mapped.values())
