@@ -60,9 +60,13 @@ class Finished:
     applied: bool
     settled: bool = False
     next_head: QueuedTurn | None = None
+    # Refused by ``OutcomeRule.seen_history``: the history holds a message the agent never
+    # saw (a steering message that came after its last look); run the agent again.
+    unseen: bool = False
 
 
 REFUSED = Finished(applied=False)
+UNSEEN = Finished(applied=False, unseen=True)
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,14 @@ class OutcomeRule:
     state: str
     allowed: frozenset[str]
     replay: bool
+    # How many history messages the agent has read (None: no such guard). With it, a task
+    # whose history holds more is refused with ``Finished.unseen`` (issue 48: a steering
+    # message accepted after the loop's last look must reach the model, not be dropped).
+    seen_history: int | None = None
+
+    def unseen(self, next_seq: int) -> bool:
+        """Whether a history whose next position is ``next_seq`` holds unseen messages."""
+        return self.seen_history is not None and next_seq > self.seen_history + 1
 
 
 class ComposeProgress(Protocol):

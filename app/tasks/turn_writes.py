@@ -108,16 +108,25 @@ class TurnWrites:
         outcome: TurnOutcome,
         known: KnownTask | None = None,
         settle: SettleTurn | None = None,
+        *,
+        seen_history: int | None = None,
     ) -> Finished:
         """``finish``; where the store can, the same unit of work also settles the worker's
         turn and reads the identity's next one when ``settle`` is given
-        (``Finished.settled``). Otherwise, and for a replay, the caller settles the turn."""
+        (``Finished.settled``). Otherwise, and for a replay, the caller settles the turn.
+        ``seen_history``: how many history messages the agent read; a task whose history
+        holds more is refused with ``Finished.unseen`` (``OutcomeRule.seen_history``)."""
         if outcome.state not in states.OUTCOMES:
             raise ValueError(f"not a turn outcome state: {outcome.state}")
         # The host's final failure must land even for a turn that never reached WORKING
         # (it failed before mark_working); every other outcome comes from a working turn.
         allowed = states.RUNNABLE if outcome.state == states.FAILED else states.WORKING_ONLY
-        rule = OutcomeRule(outcome.state, allowed, replay=states.is_terminal(outcome.state))
+        rule = OutcomeRule(
+            outcome.state,
+            allowed,
+            replay=states.is_terminal(outcome.state),
+            seen_history=seen_history,
+        )
 
         def compose(basis: KnownTask) -> OutcomeWrite:
             return compose_outcome(task_id, outcome, basis)

@@ -91,6 +91,8 @@ class Writes(Protocol):
         outcome: TurnOutcome,
         known: KnownTask | None = None,
         settle: SettleTurn | None = None,
+        *,
+        seen_history: int | None = None,
     ) -> Finished: ...
     async def load_turn_context(self, scope: CallerScope, task_id: str) -> Any: ...
 
@@ -114,6 +116,13 @@ class Step:
 
 
 STOP = Step(Verdict.STOP)
+# Runs of an agent again in one attempt because a message joined its task after its last look
+# (each run takes the new messages; a caller steering without end cannot hold the turn).
+LATE_STEERING_RUNS = 8
+
+
+class _Unseen(Exception):
+    """The completion was refused: the task's history holds a message the agent never saw."""
 
 
 def backoff_seconds(settings: Settings, attempt: int) -> float:
@@ -158,6 +167,7 @@ class _TurnRun:
         self.snapshot: Snapshot | None = None
         self.version: int | None = None
         self.marked = False  # the task is WORKING by this attempt's first statement
+        self.seen_history: int | None = None  # history messages the agent has read
 
     async def execute(self, snapshot: Snapshot | None, *, marked: bool = False) -> Step:
         """``marked``: the statement that began the attempt also marked the task working
@@ -197,19 +207,33 @@ class _TurnRun:
             return await self._give_up(mark=True)
         if not self.marked and not await self._mark_working():
             return await self._refused()
-        try:
-            outcome = await call_agent(
-                agent,
-                self._context(snapshot, tenant),
-                self.watch,
-                seconds=self.r.settings.turn_timeout_seconds,
-                message_results=tenant.is_open,
-            )
-        except AgentCrash as crash:
-            return await self._crashed(crash.category)
-        except TurnStopped:
-            return await self._stopped()
-        return await self._finish(outcome)
+        return await self._run_agent(agent, snapshot, tenant)
+
+    async def _run_agent(self, agent: Any, snapshot: Snapshot, tenant: TenantRecord) -> Step:
+        """Run the agent and write its outcome. A completion refused because a message joined
+        the task after the agent's last look at its history (a steering message, issue 48)
+        runs the agent again at once: it resumes from its saved steps and takes the message.
+        After ``LATE_STEERING_RUNS`` such runs the outcome is written as it stands."""
+        runs = 0
+        while True:
+            try:
+                outcome = await call_agent(
+                    agent,
+                    self._context(snapshot, tenant),
+                    self.watch,
+                    seconds=self.r.settings.turn_timeout_seconds,
+                    message_results=tenant.is_open,
+                )
+            except AgentCrash as crash:
+                return await self._crashed(crash.category)
+            except TurnStopped:
+                return await self._stopped()
+            guarded = outcome.state == states.COMPLETED and runs < LATE_STEERING_RUNS
+            try:
+                return await self._finish(outcome, self.seen_history if guarded else None)
+            except _Unseen:
+                runs += 1
+                log.info("turn.late_steering", extra={"task_id": self.turn.task_id})
 
     async def _snapshot(self) -> Snapshot | None:
         try:
@@ -245,9 +269,14 @@ class _TurnRun:
         )
 
     async def _read_history(self) -> Sequence[dict[str, Any]]:
-        """The task's history as stored now (steering messages accepted since the start)."""
+        """The task's history as stored now (steering messages accepted since the start).
+        What it returns is what the agent has seen: the completion is written only if the
+        history holds nothing more (``_run_agent``)."""
         snapshot = await self._snapshot()
-        return [] if snapshot is None else [dict(m) for m in snapshot.history]
+        if snapshot is None:
+            return []
+        self.seen_history = len(snapshot.history)
+        return [dict(m) for m in snapshot.history]
 
     async def _progress(self, step_key: str, text: str) -> None:
         if self.watch.interrupted:
@@ -279,11 +308,17 @@ class _TurnRun:
         self.version = self.version + 1 if applied and self.version is not None else None
 
     async def _finish_and_settle(
-        self, outcome: TurnOutcome, status: str, *, result: str, error: str | None = None
+        self,
+        outcome: TurnOutcome,
+        status: str,
+        *,
+        result: str,
+        error: str | None = None,
+        seen_history: int | None = None,
     ) -> Step | None:
         """Write the outcome and settle the turn (``status``): one statement on PostgreSQL
         (``TurnWrites.finish_and_settle``), else the write and then ``_settle``. None: the
-        write was refused."""
+        write was refused; ``_Unseen``: refused by ``seen_history``."""
         known = None
         if self.snapshot is not None and self.version is not None:
             known = self.snapshot.known(self.version)
@@ -294,7 +329,10 @@ class _TurnRun:
             outcome,
             known,
             SettleTurn(self.turn.id, status, error),
+            seen_history=seen_history,
         )
+        if done.unseen:
+            raise _Unseen
         if not done.applied:
             return None
         if not done.settled:
@@ -302,9 +340,11 @@ class _TurnRun:
         self.r.metrics.turns.labels(result).inc()
         return Step(Verdict.NEXT, done.next_head)
 
-    async def _finish(self, outcome: TurnOutcome) -> Step:
+    async def _finish(self, outcome: TurnOutcome, seen_history: int | None = None) -> Step:
         label = _result_label(outcome.state)
-        step = await self._finish_and_settle(outcome, states.TURN_DONE, result=label)
+        step = await self._finish_and_settle(
+            outcome, states.TURN_DONE, result=label, seen_history=seen_history
+        )
         return step if step is not None else await self._refused()
 
     async def _crashed(self, category: str) -> Step:

@@ -139,9 +139,9 @@ class _Turn:
         return result
 
     async def _loop(self) -> AgentResult:
-        final = self._entry("reply:final")
-        if final is not None:
-            return self._reply(message_of(final))
+        answered = self._answered()
+        if answered is not None and not await self._steering_waits():
+            return self._reply(answered)
         await self._take_message()
         while True:
             self._progress_refused()
@@ -176,8 +176,19 @@ class _Turn:
         return await self.caller.request(messages, self._tool_definitions() if tools else None)
 
     async def _answer(self, response: ModelResponse) -> AgentReply:
-        await self._save("reply:final", response)
+        """Save the answer: ``reply:final``, or ``step:<n>`` for a later one (the loop went on
+        after its answer because a steering message came after its last look)."""
+        first = self._entry("reply:final") is None
+        await self._save("reply:final" if first else f"step:{self._take_step()}", response)
         return self._reply(response)
+
+    def _answered(self) -> ModelResponse | None:
+        """The task's answer when its turn already ended (a run again of a finished turn):
+        the last saved answer, if nothing followed it."""
+        if self._entry("reply:final") is None:
+            return None
+        last = self._own()[-1].message
+        return last if isinstance(last, ModelResponse) and not history.calls_of(last) else None
 
     def _reply(self, message: Any) -> AgentReply:
         text = compaction.response_text(message) if isinstance(message, ModelResponse) else ""

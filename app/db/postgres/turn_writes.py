@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -38,6 +39,7 @@ from app.db.signals import WakeChannel
 from app.db.statement_pool import StatementPool
 from app.db.turns import (
     REFUSED,
+    UNSEEN,
     ComposeOutcome,
     ComposeProgress,
     Finished,
@@ -264,6 +266,9 @@ class PostgresTurnWrites:
         settle: SettleTurn | None = None,
     ) -> Finished:
         if known is not None:
+            if rule.seen_history is not None:
+                # The position checked in the write is then the one after what the agent saw.
+                known = replace(known, next_seq=rule.seen_history + 1)
             done = await self._write(scope, task_id, fence, rule, known, compose(known), settle)
             if done.applied:
                 return done  # one round trip instead of two
@@ -275,6 +280,8 @@ class PostgresTurnWrites:
             return Finished(applied=True)  # replayed turn (REFERENCE-CASES 77-80)
         if state not in rule.allowed:
             return REFUSED
+        if rule.unseen(next_seq):
+            return UNSEEN
         read = KnownTask(version, next_seq, context_id, json.loads(artifacts_text or "[]"))
         return await self._write(scope, task_id, fence, rule, read, compose(read), settle)
 

@@ -23,6 +23,7 @@ from app.db.outbox import enqueue_push
 from app.db.shared.task_rows import append_history, load_history, load_task, next_history_seq
 from app.db.turns import (
     REFUSED,
+    UNSEEN,
     ComposeOutcome,
     ComposeProgress,
     Finished,
@@ -126,6 +127,8 @@ class SharedTurnWrites:
             if row.state not in rule.allowed:
                 return REFUSED
             next_seq = await next_history_seq(session, scope, task_id)
+            if rule.unseen(next_seq):
+                return UNSEEN
             basis = KnownTask(row.version, next_seq, row.context_id, list(row.artifacts or []))
             write = compose(basis)
             # The version pins the artifacts we read: a concurrent change (a cancel) refuses.
