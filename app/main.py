@@ -18,7 +18,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from app.grpc.binding import build_grpc_server
+from app.http.rest import RestEndpoint
+from app.http.rest_routes import is_rest_path
 from app.http.routes import RpcEndpoint, add_rpc_route, build_router
+from app.interfaces import HTTP_JSON
 from app.method_table import call_dispatcher
 from app.rpc.dispatch import RpcDispatcher
 from app.services import EdgeServices
@@ -38,22 +41,26 @@ async def _bad_request(_: Request, __: Exception) -> Response:
 
 
 class EdgeApp(FastAPI):
-    """FastAPI, with ``POST <rpc_path>`` answered before the middleware stack and router."""
+    """FastAPI, with ``POST <rpc_path>`` (unless ``rpc`` is ``None``) and the HTTP+JSON
+    binding's paths answered before the middleware stack and router."""
 
-    def __init__(self, *, rpc_path: str, rpc: RpcEndpoint, **kwargs: Any) -> None:
+    def __init__(
+        self, *, rpc_path: str, rpc: RpcEndpoint | None, rest: RestEndpoint, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._rpc_path = rpc_path
         self._rpc = rpc
+        self._rest = rest
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and scope["path"] == self._rpc_path
-            and scope["method"] == "POST"
-            and not scope.get("root_path")
-        ):
-            await self._rpc(scope, receive, send)
-            return
+        if scope["type"] == "http" and not scope.get("root_path"):
+            path = scope["path"]
+            if self._rpc is not None and path == self._rpc_path and scope["method"] == "POST":
+                await self._rpc(scope, receive, send)
+                return
+            if is_rest_path(path):
+                await self._rest(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
 
@@ -65,14 +72,22 @@ def create_app(
     server (on ``grpc_host``) joins the background services: it starts and stops with them,
     stopping first."""
     settings = services.settings
+    calls = call_dispatcher(services)
     dispatcher = RpcDispatcher(
         verifier=services.verifier,
-        calls=call_dispatcher(services),
+        calls=calls,
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
     )
     if settings.grpc_port is not None:
         services.background.append(build_grpc_server(services, host=grpc_host))
+    rest = RestEndpoint(
+        verifier=services.verifier.for_binding(HTTP_JSON),
+        calls=calls,
+        max_body_bytes=settings.max_body_bytes,
+        heartbeat_seconds=settings.stream_heartbeat_seconds,
+        observer=services.metrics,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -99,17 +114,11 @@ def create_app(
         "redirect_slashes": False,
     }
     router = build_router(services)
-    app: FastAPI
     # Raw ASGI RPC path, it outran the FastAPI route: measured: see bench/results/asgi-path.md
-    if raw_rpc:
-        app = EdgeApp(
-            rpc_path=settings.rpc_path,
-            rpc=RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds),
-            **options,
-        )
-    else:
-        app = FastAPI(**options)
+    rpc = RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds) if raw_rpc else None
+    if not raw_rpc:
         add_rpc_route(router, settings.rpc_path, dispatcher, settings.stream_heartbeat_seconds)
+    app = EdgeApp(rpc_path=settings.rpc_path, rpc=rpc, rest=rest, **options)
     app.include_router(router)
     app.state.services = services
     return app

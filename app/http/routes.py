@@ -40,10 +40,10 @@ class RpcEndpoint:
         self._heartbeat = heartbeat_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization, duplicate_authorization, version, declared, content_type = _read_headers(
+        authorization, duplicate_authorization, version, declared, content_type = read_headers(
             scope
         )
-        body = _BodyReader(declared, receive)
+        body = BoundedBody(declared, receive)
         outcome = await self._dispatcher.handle(
             authorization=authorization,
             version=version,
@@ -54,10 +54,10 @@ class RpcEndpoint:
         if outcome.stream is not None:
             await send_stream(send, receive, outcome, outcome.stream, self._heartbeat)
             return
-        await _send_outcome(send, outcome, close=not body.complete)
+        await send_outcome(send, outcome, close=not body.complete)
 
 
-def _read_headers(
+def read_headers(
     scope: Scope,
 ) -> tuple[str | None, bool, str | None, str | None, str | None]:
     """The headers the dispatcher needs: (authorization, duplicated?, A2A-Version, length,
@@ -80,7 +80,7 @@ def _read_headers(
     return authorization, duplicate_authorization, version, declared, content_type
 
 
-class _BodyReader:
+class BoundedBody:
     """Reads the request body only when the dispatcher asks (after the token check), bounded.
 
     ``complete`` says whether the body was read to its end: an answer sent before that (an
@@ -118,7 +118,7 @@ class _BodyReader:
                 return b"".join(chunks)
 
 
-async def _send_outcome(send: Send, outcome: RpcOutcome, *, close: bool) -> None:
+async def send_outcome(send: Send, outcome: RpcOutcome, *, close: bool) -> None:
     headers = [
         (b"content-type", outcome.media_type.encode("latin-1")),
         (b"content-length", str(len(outcome.body)).encode("latin-1")),
@@ -196,10 +196,10 @@ def add_rpc_route(
 
     @router.post(rpc_path, response_class=Response, include_in_schema=False)
     async def rpc(request: Request) -> Response:
-        authorization, duplicate_authorization, version, declared, content_type = _read_headers(
+        authorization, duplicate_authorization, version, declared, content_type = read_headers(
             request.scope
         )
-        body = _BodyReader(declared, request.receive)
+        body = BoundedBody(declared, request.receive)
         outcome = await dispatcher.handle(
             authorization=authorization,
             version=version,

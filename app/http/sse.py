@@ -1,8 +1,11 @@
-"""Server-Sent Events on the JSON-RPC endpoint (A2A 1.0 §9.4.2; WHATWG HTML §9.2).
+"""Server-Sent Events on the HTTP bindings (A2A 1.0 §9.4.2 JSON-RPC, §11.7 HTTP+JSON; WHATWG
+HTML §9.2).
 
-Each event is one ``data:`` line holding a JSON-RPC response (JSON never spans lines: the
-encoder escapes newlines), followed by a blank line. After ``heartbeat`` seconds without an
-event a comment line (``: keep-alive``) goes out, so proxies and clients see the stream alive.
+Each event is one ``data:`` line holding a JSON document (a JSON-RPC response, or a
+``StreamResponse`` on HTTP+JSON; JSON never spans lines: the encoder escapes newlines),
+followed by a blank line; the stream objects build them (``app.rpc.responses.sse_event``).
+After ``heartbeat`` seconds without an event a comment line (``: keep-alive``) goes out, so
+proxies and clients see the stream alive.
 The response ends with the stream, or as soon as the client disconnects; either way the
 stream is closed, which gives back its slot.
 """
@@ -16,13 +19,9 @@ from typing import Any
 
 from starlette.types import Receive, Send
 
-from app.rpc.dispatch import EncodedStream, RpcOutcome
+from app.rpc.dispatch import EventStream, RpcOutcome
 
 HEARTBEAT = b": keep-alive\n\n"
-
-
-def frame(body: bytes) -> bytes:
-    return b"data: " + body + b"\n\n"
 
 
 def stream_headers(outcome: RpcOutcome) -> list[tuple[bytes, bytes]]:
@@ -36,7 +35,7 @@ def stream_headers(outcome: RpcOutcome) -> list[tuple[bytes, bytes]]:
 
 
 async def send_stream(
-    send: Send, receive: Receive, outcome: RpcOutcome, stream: EncodedStream, heartbeat: float
+    send: Send, receive: Receive, outcome: RpcOutcome, stream: EventStream, heartbeat: float
 ) -> None:
     """The whole SSE response on a raw ASGI connection."""
     await send(
@@ -66,7 +65,7 @@ async def send_stream(
                 body = finished.result()
             except StopAsyncIteration:
                 break
-            await send({"type": "http.response.body", "body": frame(body), "more_body": True})
+            await send({"type": "http.response.body", "body": body, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         gone.cancel()
@@ -74,7 +73,7 @@ async def send_stream(
         await stream.aclose()
 
 
-async def frames(stream: EncodedStream, heartbeat: float) -> AsyncIterator[bytes]:
+async def frames(stream: EventStream, heartbeat: float) -> AsyncIterator[bytes]:
     """The same events and heartbeats as an iterator (for a framework's streaming response,
     which watches for the disconnect itself)."""
     pending: asyncio.Future[bytes] | None = None
@@ -91,7 +90,7 @@ async def frames(stream: EncodedStream, heartbeat: float) -> AsyncIterator[bytes
                 body = finished.result()
             except StopAsyncIteration:
                 return
-            yield frame(body)
+            yield body
     finally:
         await _cancel(pending)
         await stream.aclose()

@@ -29,7 +29,7 @@ from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.media_type import is_json
-from app.rpc.responses import encode, failure, success_body
+from app.rpc.responses import encode, failure, sse_event, success_body
 from app.security.caller import VerifiedCaller
 
 log = logging.getLogger("looping_edge.rpc")
@@ -63,11 +63,22 @@ class RpcOutcome:
     body: bytes
     media_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
-    stream: EncodedStream | None = None
+    stream: EventStream | None = None
+
+
+class EventStream(Protocol):
+    """A stream answer as the Server-Sent Events to send (``app.http.sse``)."""
+
+    async def next(self) -> bytes:
+        """The next whole event (``sse_event``); ``StopAsyncIteration`` at the end."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 class EncodedStream:
-    """A ``StreamResult`` as JSON-RPC response bodies with the call's id, one per event.
+    """A ``StreamResult`` as JSON-RPC response bodies with the call's id, one per event
+    (A2A §9.4.2).
 
     A fault while streaming (the database went away) ends the stream with one -32603 error
     response: the events already sent stand, and the client may subscribe again.
@@ -79,7 +90,10 @@ class EncodedStream:
         self._failed = False
 
     async def next(self) -> bytes:
-        """The next response body; ``StopAsyncIteration`` at the end."""
+        """The next event; ``StopAsyncIteration`` at the end."""
+        return sse_event(await self._next_body())
+
+    async def _next_body(self) -> bytes:
         if self._failed:
             raise StopAsyncIteration
         try:

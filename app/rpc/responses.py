@@ -50,3 +50,10 @@ def failure(request_id: RequestId, error: RpcError) -> dict[str, Any]:
     }
     body: dict[str, Any] = {"code": error.code, "message": error.message, "data": [info]}
     return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+
+def sse_event(data: bytes, event: str | None = None) -> bytes:
+    """One Server-Sent Event (WHATWG HTML §9.2): one ``data:`` line (the JSON encoder escapes
+    newlines, so a document never spans lines), named by ``event:`` when given."""
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + data + b"\n\n"

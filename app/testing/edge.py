@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from app.agents.registry import AgentRegistry
+from app.interfaces import HTTP_JSON, interface_url
 from app.main import create_app
 from app.runtime import attach_background
 from app.security.keys import generate_private_jwk
@@ -142,6 +143,40 @@ class EdgeHarness:
         hdrs.update(headers or {})
         doc = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
         return await self.client.post(self.settings.rpc_path, json=doc, headers=hdrs)
+
+    @property
+    def rest_url(self) -> str:
+        """The HTTP+JSON interface's url (A2A §11): the base of ``/{tenant}/...`` and the
+        audience of its tokens."""
+        return interface_url(self.settings, HTTP_JSON)
+
+    def rest_token(self, **kwargs: Any) -> str:
+        """``token`` with the HTTP+JSON interface's audience."""
+        kwargs.setdefault("audience", self.rest_url)
+        tenant = kwargs.pop("tenant", None)
+        identity = kwargs.pop("identity", None)
+        return self.gateway.mint(
+            tenant=tenant if tenant is not None else self.default_tenant,
+            identity=dict(identity if identity is not None else self.identity),
+            **kwargs,
+        )
+
+    async def rest(
+        self,
+        http_method: str,
+        path: str,
+        *,
+        tenant: str | None = None,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One HTTP+JSON request to ``/{tenant}{path}`` with a token for that interface."""
+        hdrs = self.headers(token or self.rest_token(tenant=tenant))
+        hdrs.update(headers or {})
+        url = f"/{tenant or self.default_tenant}{path}"
+        return await self.client.request(http_method, url, json=json, params=params, headers=hdrs)
 
     async def result(
         self, method: str, params: Mapping[str, Any] | None = None, **kwargs: Any
