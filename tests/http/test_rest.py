@@ -14,6 +14,7 @@ import pytest
 from app.tasks import states
 from app.testing.edge import EdgeHarness, edge_harness
 from tests.polling import poll_until
+from tests.tasks.sse_client import SseCall
 
 OTHER = {"key": "user-2", "name": "Other", "kind": "user"}
 FAST = {"poll_seconds": 0.05, "stream_poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
@@ -330,3 +331,17 @@ async def test_a_version_other_than_1_0_is_refused(edge: EdgeHarness) -> None:
         r = await edge.rest("GET", "/tasks", headers={"A2A-Version": version})
         error = _status(r, 400, "VERSION_NOT_SUPPORTED")
         assert error["details"][0]["metadata"] == {"supportedVersions": "1.0"}
+
+
+async def test_the_stream_bound_is_shared_with_json_rpc_and_answers_429(db_url: str) -> None:
+    async with edge_harness(db_url, background=True, stream_max_per_identity=1, **FAST) as edge:
+        await edge.add_tenant("open", agent="scripted", profile="open", require_push_config=False)
+        edge.default_tenant = "open"
+        task_id = await _task(edge, "sleep 5\nreply late")
+        # One stream held open on JSON-RPC takes the caller's only slot.
+        async with SseCall(edge, "SubscribeToTask", {"id": task_id}) as held:
+            assert held.status == 200
+            r = await edge.rest("POST", "/message:stream", json={"message": _message("x", "m-2")})
+            error = _status(r, 429, "RESOURCE_EXHAUSTED")
+            assert error["details"][0]["metadata"]["scope"] == "identity"
+        await edge.rest("POST", f"/tasks/{task_id}:cancel")
