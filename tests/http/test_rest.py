@@ -345,3 +345,20 @@ async def test_the_stream_bound_is_shared_with_json_rpc_and_answers_429(db_url: 
             error = _status(r, 429, "RESOURCE_EXHAUSTED")
             assert error["details"][0]["metadata"]["scope"] == "identity"
         await edge.rest("POST", f"/tasks/{task_id}:cancel")
+
+
+async def test_an_identity_without_key_is_400_invalid_argument(edge: EdgeHarness) -> None:
+    r = await edge.rest("GET", "/tasks", token=edge.rest_token(identity={"name": "no key"}))
+    error = _status(r, 400, None)
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["message"] == "bad request: gateway identity missing key"
+
+
+async def test_a_full_queue_is_429_with_retry_after(db_url: str) -> None:
+    async with edge_harness(db_url, max_queued_turns_per_identity=1) as edge:
+        await edge.add_tenant("open", agent="scripted", profile="open", require_push_config=False)
+        edge.default_tenant = "open"
+        await _send(edge, "reply one", "q-1", returnImmediately=True)
+        r = await _send(edge, "reply two", "q-2", returnImmediately=True)
+        assert _status(r, 429, None)["status"] == "RESOURCE_EXHAUSTED"
+        assert r.headers["retry-after"] == str(edge.settings.queue_full_retry_after_seconds)
