@@ -13,12 +13,16 @@ import sys
 
 from app.errors import ConfigError
 from app.main import create_app
+from app.ops.logging import configure_logging
 from app.runtime import attach_background
 from app.services import build_services
 from app.settings import load_settings
 
 try:
     _settings = load_settings()
+    # Each process logs as configured: a worker of ``serve --workers N`` is a fresh
+    # interpreter (uvicorn spawns it) where the CLI's logging setup never ran.
+    configure_logging(_settings.log_level, json_logs=_settings.log_json)
     _services = build_services(_settings, environ=dict(os.environ))
 except ConfigError as exc:
     print(f"looping-edge: {exc.message}", file=sys.stderr)  # noqa: T201 - process entry

@@ -18,6 +18,10 @@ from app.errors import ConfigError
 from app.settings import Settings
 
 MAX_SERVE_WORKERS = 64
+# How long uvicorn's supervisor waits for a worker process to answer its health ping before it
+# kills and replaces it. A spawned worker answers only once it has imported the app; on a busy
+# host that took longer than uvicorn's own default, and every worker was killed in a loop.
+WORKER_HEALTHCHECK_SECONDS = 60
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         # X-Forwarded-* is never trusted for anything security-relevant: audience and card URLs
         # come from PUBLIC_URL only (CONTRACT §2).
         proxy_headers=False,
