@@ -59,7 +59,7 @@ class Metrics:
         )
         self.streams_open = Gauge(
             "edge_streams_open",
-            "Open SSE streams (SendStreamingMessage, SubscribeToTask)",
+            "Open streams, SSE and gRPC (SendStreamingMessage, SubscribeToTask)",
             registry=r,
         )
         # labels() takes a lock and builds a key on every call; the hot path reuses the child
