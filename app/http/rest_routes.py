@@ -51,6 +51,11 @@ def match(http_method: str, path: str) -> RestRoute | None:
         return None
     tenant, rest = segments[0], segments[1:]
     method = http_method.upper()
+    if method == "HEAD":
+        # Answered as GET (the server sends no body), as the operational routes are; never a
+        # stream, which a HEAD request could not read.
+        route = match("GET", path)
+        return route if route is not None and route.method != "SubscribeToTask" else None
     if rest == ["message:send"] and method == "POST":
         return RestRoute("SendMessage", tenant, reads_body=True)
     if rest == ["message:stream"] and method == "POST":

@@ -166,6 +166,11 @@ async def test_push_config_create_get_list_delete(edge: EdgeHarness) -> None:
     await edge.rest("POST", f"/tasks/{task_id}:cancel")
 
 
+async def test_head_answers_as_get_without_a_body(edge: EdgeHarness) -> None:
+    r = await edge.rest("HEAD", "/tasks")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+
+
 async def test_extended_agent_card_is_the_tenants(edge: EdgeHarness) -> None:
     r = await edge.rest("GET", "/extendedAgentCard")
     assert r.status_code == 200

@@ -56,7 +56,8 @@ def test_every_operation_is_matched(
     ("method", "path"),
     [
         ("GET", "/t/message:send"),
-        ("HEAD", "/t/tasks"),
+        ("HEAD", "/t/tasks/abc:subscribe"),
+        ("HEAD", "/t/message:send"),
         ("DELETE", "/t/tasks/abc"),
         ("POST", "/t/tasks/abc"),
         ("GET", "/t/tasks/abc:cancel"),
@@ -104,3 +105,9 @@ def test_query_parameters_become_protobuf_json() -> None:
 def test_a_boolean_must_be_true_or_false() -> None:
     with pytest.raises(InvalidParams):
         query_params([("includeArtifacts", "1")], ListTasksRequest)
+
+
+def test_head_is_answered_as_get() -> None:
+    for path, method in (("/t/tasks", "ListTasks"), ("/t/tasks/abc", "GetTask")):
+        route = match("HEAD", path)
+        assert route is not None and route.method == method
