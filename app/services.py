@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import httpx
@@ -15,6 +16,8 @@ from app.cards.service import CardService
 from app.db.engine import Database
 from app.db.storage import open_storage
 from app.errors import ConfigError
+from app.negotiation.peers import PeerClient
+from app.negotiation.service import NegotiationService
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
 from app.rpc.calls import CallDispatcher
@@ -105,6 +108,8 @@ def build_services(
         )
     except PluginError as exc:
         raise ConfigError(f"plugins: {exc}") from None
+    tenants = TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds)
+    llm = replace(llm, extension=_negotiation(settings, database, key, jwks, client, llm, tenants))
     return EdgeServices(
         settings=settings,
         db=database,
@@ -113,9 +118,37 @@ def build_services(
         jwks=jwks,
         verifier=GatewayTokenVerifier(settings, jwks),
         tenant_store=store,
-        tenants=TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds),
+        tenants=tenants,
         metrics=metrics,
         readiness=Readiness(db=database, key_loaded=True),
         gateway_client=client,
         llm=llm,
+    )
+
+
+def _negotiation(
+    settings: Settings,
+    db: Database,
+    key: SigningKey,
+    jwks: JwksFetcher,
+    client: httpx.AsyncClient,
+    llm: LlmRuntime,
+    tenants: TenantDirectory,
+) -> NegotiationService:
+    """Negotiation for the llm agents that enable it (docs/negotiation.md): peers are dialled
+    with the gateway client (no redirects, no proxies from the environment)."""
+
+    async def party_name(tenant_id: str) -> str:
+        record = await tenants.get(tenant_id)
+        name = record.manifest.get("name") if record is not None else None
+        return name if isinstance(name, str) and name else tenant_id
+
+    return NegotiationService(
+        open_storage(db).negotiations,
+        PeerClient(settings, key, jwks, client),
+        environ=llm.environ,
+        http=llm.http_client,
+        plugins=llm.plugins,
+        party_name=party_name,
+        clock=time.time,
     )

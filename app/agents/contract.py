@@ -9,7 +9,8 @@ watches ``ctx.cancelled`` (set when the task is canceled or the turn must stop),
 - ``AgentReply(text, parts, artifacts)`` → task ``COMPLETED``; with ``as_message=True`` the
   reply is a Message result for an ``open`` tenant (a blocking SendMessage answers with that
   Message; the task still completes with it as its status message). Other tenants ignore the
-  flag: the gateway always gets a Task (CONTRACT §5),
+  flag: the gateway always gets a Task (CONTRACT §5). ``rejected=True`` ends the task
+  ``REJECTED`` instead (a negotiator's terminal refusal, ``docs/negotiation.md``),
 - ``AgentFailure(text)`` → task ``FAILED`` with that text (an answer the agent chose to give),
 - ``AgentQuestion(text, auth=False, parts=())`` → task ``INPUT_REQUIRED`` (``AUTH_REQUIRED``
   with ``auth=True``; ``parts`` follow the text in the status message, e.g. the gateway's HITL
@@ -46,6 +47,7 @@ class AgentReply:
     parts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Part`` dicts, after the text
     artifacts: tuple[JsonDict, ...] = ()  # protobuf-JSON ``Artifact`` dicts
     as_message: bool = False  # answer with a Message, not a Task (open tenants only)
+    rejected: bool = False  # the task ends REJECTED, not COMPLETED
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ class Change:
     terms: JsonDict | None = None
     pending: str | None = None
     clear_pending: bool = False
+    clear_verdict: bool = False  # an unanswered exchange moves on: binding, no verdict
     guidance: tuple[str, ...] | None = None
     detail: Mapping[str, Any] | None = None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from app.agents.llm.config import NegotiationConfig
 from app.db.states import CANCELED, COMPLETED, INPUT_REQUIRED, REJECTED
 
 DEFAULT_ACTIONS = ("propose", "counter", "accept", "reject")
@@ -93,3 +94,10 @@ class Vocabulary:
             + ", ".join(self.names())
             + "."
         )
+
+
+def vocabulary_of(config: NegotiationConfig) -> Vocabulary:
+    """The vocabulary a tenant's ``negotiation`` block configures."""
+    return Vocabulary.build(
+        Action(a.action, a.description, a.terminal, a.state) for a in config.actions
+    )

@@ -20,7 +20,8 @@ from a2a.types import (
 )
 
 from app.db.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
-from app.errors import InvalidParams
+from app.errors import EdgeError, InvalidParams
+from app.negotiation.gate import NegotiationGate
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.accept import Acceptor, QueueBound
 from app.tasks.blocking import wait_settled
@@ -77,6 +78,7 @@ class TaskMethods:
         self._canceller = TaskCanceller(services.db, default_history_length=history)
         self._targets = settings.push_targets
         self._push_configs = PushConfigService(services.db, self._targets, secrets)
+        self._negotiations = NegotiationGate(services.db.storage.negotiations)
 
     def table(self) -> MethodTable:
         return {
@@ -92,13 +94,30 @@ class TaskMethods:
 
     async def send_message(self, call: RpcCall) -> Any:
         request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
-        accepted = await self._acceptor.accept(
-            call.scope,
-            request,
-            dedupe=call.tenant.dedupe_message_ids,
-            identity=call.caller.identity,
-            steerable=call.tenant.agent_kind == "llm",
+        # A decision data part is a negotiation turn (issue 51): peers only, rival rule first.
+        turn = await self._negotiations.check(
+            peer=call.caller.peer,
+            tenant=call.tenant,
+            identity=call.scope.identity,
+            message=request.message,
+            task_id=request.task_id,
         )
+        try:
+            accepted = await self._acceptor.accept(
+                call.scope,
+                request,
+                dedupe=call.tenant.dedupe_message_ids,
+                identity=call.caller.identity,
+                steerable=call.tenant.agent_kind == "llm" and turn is None,
+            )
+        except EdgeError:
+            if turn is not None:
+                await self._negotiations.refused(turn, call.tenant.id)
+            raise
+        if turn is not None:
+            await self._negotiations.accepted(
+                turn, call.tenant.id, accepted.task.id, accepted.task.context_id
+            )
         # Blocking only for open tenants and where no push config is required: the gateway
         # always gets its SUBMITTED answer in milliseconds (CONTRACT §5).
         blocking = call.tenant.is_open or not call.tenant.require_push_config

@@ -100,7 +100,7 @@ def outcome_of(result: object, *, message_results: bool = False) -> TurnOutcome:
     if isinstance(result, AgentReply):
         as_message = result.as_message and message_results
         outcome = TurnOutcome(
-            state=states.COMPLETED,
+            state=states.REJECTED if result.rejected else states.COMPLETED,
             text=result.text,
             parts=tuple(result.parts),
             artifacts=tuple(result.artifacts),

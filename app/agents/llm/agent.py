@@ -71,6 +71,11 @@ class LlmAgent:
         return cls(parse_llm_config(config), runtime)
 
     async def run(self, ctx: TurnContext) -> AgentResult:
+        extension = self.runtime.extension
+        if extension is not None:
+            taken = await extension.take_turn(self.config, ctx)
+            if taken is not None:
+                return taken
         if self.config.delegation is not None:
             return await DelegatingTurn(self.config, self.runtime, ctx).run()
         return await _Turn(self.config, self.runtime, ctx).run()
@@ -101,6 +106,9 @@ class _Turn:
                 log.warning("agent.tool_not_installed", extra={"tool": name})
             else:
                 self.tools[name] = tool
+        if runtime.extension is not None:
+            for tool in runtime.extension.tools(config):
+                self.tools.setdefault(tool.name, tool)
         sessions = ctx.sessions if ctx.sessions is not None else runtime.sessions
         self.transcript: Transcript = sessions.transcript(ctx.tenant, ctx.identity_key)
         self.entries: list[SessionEntry] = []

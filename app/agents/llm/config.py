@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from app.agents.llm.delegation.config import DelegationConfig
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_ACTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+# The built-in negotiation actions (app.negotiation.vocabulary) and the negotiator's ``ask``.
+_RESERVED_ACTIONS = frozenset({"propose", "counter", "accept", "reject", "ask"})
 
 
 class ModelEndpoint(BaseModel):
@@ -44,6 +47,55 @@ class ModelEndpoint(BaseModel):
         return value
 
 
+class NegotiationAction(BaseModel):
+    """A configured negotiation action (issue 51): added to propose, counter, accept and
+    reject; a terminal one ends the task in ``state`` (default: rejected)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    description: str | None = Field(default=None, max_length=1000)
+    terminal: bool = False
+    state: Literal["completed", "rejected", "canceled"] | None = None
+
+    @field_validator("action")
+    @classmethod
+    def _action_name(cls, value: str) -> str:
+        if not _ACTION_NAME.fullmatch(value):
+            raise ValueError("must be lower-case letters, digits, _ or - (at most 32)")
+        if value in _RESERVED_ACTIONS:
+            raise ValueError(f"'{value}' is built in")
+        return value
+
+    @model_validator(mode="after")
+    def _state_needs_terminal(self) -> NegotiationAction:
+        if self.state is not None and not self.terminal:
+            raise ValueError("state is only for a terminal action")
+        return self
+
+
+class NegotiationConfig(BaseModel):
+    """The ``negotiation`` block (``docs/negotiation.md``): negotiating with other agents'
+    edges. ``model`` (default: the agent's ``model``/``fallback_model``) answers the
+    negotiator's calls; ``negotiator`` names a Python ``module:function`` to decide instead."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = False
+    max_turns: int = Field(default=10, ge=1, le=100)
+    negotiator_prompt: str = Field(min_length=1, max_length=100_000)
+    actions: tuple[NegotiationAction, ...] = ()
+    model: ModelEndpoint | None = None
+    negotiator: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+    @field_validator("actions")
+    @classmethod
+    def _distinct(cls, value: tuple[NegotiationAction, ...]) -> tuple[NegotiationAction, ...]:
+        if len({a.action for a in value}) != len(value):
+            raise ValueError("an action is named twice")
+        return value
+
+
 class LlmConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -59,6 +111,11 @@ class LlmConfig(BaseModel):
     max_tool_output_bytes: int = Field(default=16 * 1024, ge=256, le=16 * 1024 * 1024)
     session_max_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
     delegation: DelegationConfig | None = None  # rounds of subtasks (app.agents.llm.delegation)
+    negotiation: NegotiationConfig | None = None
+
+    @property
+    def negotiates(self) -> bool:
+        return self.negotiation is not None and self.negotiation.enabled
 
     @field_validator("tools")
     @classmethod

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from app.agents.llm.delegation.memory import MemorySubtasks
 from app.agents.llm.events import Subscriber
+from app.agents.llm.extension import TurnExtension
 from app.agents.llm.metrics import LlmMetrics
 from app.agents.llm.plugins import PluginSet, build_plugins, installed_plugin_objects
 from app.agents.llm.session import MemorySessions, SessionStore
@@ -32,6 +33,7 @@ class LlmRuntime:
     subscribers: tuple[Subscriber, ...] = ()
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     subtasks: SubtaskStore = field(default_factory=MemorySubtasks)  # delegating agents' rounds
+    extension: TurnExtension | None = None  # e.g. negotiation (app.agents.llm.extension)
 
     def with_subscribers(self, *subscribers: Subscriber) -> LlmRuntime:
         return replace(self, subscribers=(*self.subscribers, *subscribers))

@@ -72,6 +72,8 @@ def _values(change: Change) -> dict[str, Any]:
     if change.verdict is not None:
         values["verdict"] = change.verdict
         values["binding"] = binds(change.verdict)
+    if change.clear_verdict:
+        values.update(verdict=None, basis=None, reason=None, terms=None, binding=True)
     if change.clear_pending:
         values["pending"] = None
     if change.guidance is not None:

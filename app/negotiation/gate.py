@@ -1,0 +1,104 @@
+"""What the accept path asks before a ``SendMessage`` that carries a decision data part
+(issue 51): such a message is a negotiation turn only from a peer edge's token (a gateway
+caller's is ``-32602``), only for a tenant whose agent negotiates, and a negotiation's first
+message claims the negotiation under the rival rule first (``-32004`` with reason
+``negotiation_rival`` while a binding one holds the same peer and intent).
+
+The claim is made before the task exists and gets its task id once the accept succeeded; an
+accept that fails drops a claim it made, so a refused message leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.db.negotiations import INBOUND, OPEN, Change, Claim, NegotiationStore, NewNegotiation
+from app.db.tenants import TenantRecord
+from app.errors import InvalidParams, UnsupportedOperation
+from app.negotiation.decision import DecisionError, decision_from_data, decision_part, intent_of
+from app.negotiation.inbound import counterparty_of
+
+
+def negotiates(tenant: TenantRecord) -> bool:
+    block = tenant.agent_config.get("negotiation") if tenant.agent_kind == "llm" else None
+    return isinstance(block, Mapping) and block.get("enabled") is True
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A negotiation turn on its way in; ``claim``: the first message's claim."""
+
+    claim: Claim | None
+
+
+class NegotiationGate:
+    def __init__(self, store: NegotiationStore) -> None:
+        self._store = store
+
+    async def check(
+        self,
+        *,
+        peer: bool,
+        tenant: TenantRecord,
+        identity: str,
+        message: Mapping[str, Any],
+        task_id: str | None,
+    ) -> Pending | None:
+        """``None``: not a negotiation turn (the message carries no decision)."""
+        data = decision_part(message)
+        if data is None:
+            return None
+        if not peer:
+            raise InvalidParams(
+                "a decision data part is a negotiation turn, accepted only from a peer edge",
+                reason="negotiation_not_peer",
+            )
+        if not negotiates(tenant):
+            raise UnsupportedOperation(
+                "this tenant does not negotiate", reason="negotiation_disabled"
+            )
+        try:
+            decision_from_data(data)
+        except DecisionError as exc:
+            raise InvalidParams(str(exc), reason="bad_decision") from None
+        if task_id is not None:
+            return Pending(None)
+        intent = intent_of(message) or ""
+        claim = await self._store.claim(
+            NewNegotiation(
+                id=str(uuid.uuid4()),
+                tenant=tenant.id,
+                identity=identity,
+                direction=INBOUND,
+                counterparty=counterparty_of(identity),
+                intent=intent,
+                origin_key=f"in:{message.get('messageId')}",
+            )
+        )
+        if claim.rival:
+            raise UnsupportedOperation(
+                "this agent already has a negotiation with you on the same intent that is "
+                f"still open or closed as a deal ({claim.negotiation.id}); finish that one "
+                "first",
+                reason="negotiation_rival",
+            )
+        return Pending(claim)
+
+    async def accepted(self, pending: Pending, tenant: str, task_id: str, context_id: str) -> None:
+        claim = pending.claim
+        if claim is None or claim.negotiation.task_id is not None:
+            return
+        made = claim.negotiation
+        await self._store.change(
+            tenant,
+            made.id,
+            made.version,
+            Change(state=OPEN, task_id=task_id, context_id=context_id),
+        )
+
+    async def refused(self, pending: Pending, tenant: str) -> None:
+        if pending.claim is not None and pending.claim.created:
+            await self._store.drop(tenant, pending.claim.negotiation.id)
