@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.negotiation.card import card_manifest
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.methods import build_task_methods
@@ -22,8 +23,9 @@ def card_methods(services: EdgeServices) -> MethodTable:
         # CONTRACT §4: the card of the addressed tenant (already matched to the token's
         # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
         # The stored manifest is validated by the card service on a cache miss only.
+        # An agent that negotiates gets the ``negotiate`` skill (issue 51).
         return services.cards.tenant_card(
-            call.tenant.id, call.tenant.manifest, call.tenant.card_version
+            call.tenant.id, card_manifest(call.tenant), call.tenant.card_version
         )
 
     return {"GetExtendedAgentCard": get_extended_agent_card}

@@ -50,10 +50,18 @@ class Step:
     delay: float = 0.0
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    # ``dynamic``: the answer is computed from the request body (a negotiator that must copy
+    # an offer id the edge minted, say).
+    compute: Any = None
 
 
 def text(content: str, *, delay: float = 0.0, prompt_tokens: int = 10) -> Step:
     return Step("text", content=content, delay=delay, prompt_tokens=prompt_tokens)
+
+
+def dynamic(compute: Any) -> Step:
+    """A step whose answer ``compute(body) -> Step`` builds from the recorded request body."""
+    return Step("dynamic", compute=compute)
 
 
 def tool_call(
@@ -216,6 +224,8 @@ def _handler_for(fake: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             if self.path != COMPLETIONS_PATH or step is None:
                 self._send(404 if self.path != COMPLETIONS_PATH else 500, {"error": "unscripted"})
                 return
+            if step.kind == "dynamic":
+                step = step.compute(body)
             if step.delay:
                 time.sleep(step.delay)
             if step.kind == "error":
