@@ -19,7 +19,7 @@ from app.db.negotiations import INBOUND, OPEN, Change, Claim, NegotiationStore, 
 from app.db.tenants import TenantRecord
 from app.errors import InvalidParams, UnsupportedOperation
 from app.negotiation.decision import DecisionError, decision_from_data, decision_part, intent_of
-from app.negotiation.inbound import counterparty_of
+from app.negotiation.inbound import counterparty_of, max_turns_of
 
 
 def negotiates(tenant: TenantRecord) -> bool:
@@ -76,6 +76,7 @@ class NegotiationGate:
                 counterparty=counterparty_of(identity),
                 intent=intent,
                 origin_key=f"in:{message.get('messageId')}",
+                detail={"max_turns": max_turns_of(message, 0) or None},
             )
         )
         if claim.rival:

@@ -50,6 +50,9 @@ def max_turns_of(first: Mapping[str, Any], default: int) -> int:
     meta = first.get("metadata")
     block = meta.get("io.looping.negotiation") if isinstance(meta, Mapping) else None
     value = block.get("maxTurns") if isinstance(block, Mapping) else None
+    # Protobuf's Struct carries every number as a double.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return value if isinstance(value, int) and 0 < value <= 100 else default
 
 
@@ -143,7 +146,12 @@ class InboundTurn:
             is_terminal=vocabulary.is_terminal,
         )
         moves = user_moves(history)
-        limit = max_turns_of(history[0], self.config.negotiation.max_turns)
+        named = negotiation.detail.get("max_turns")
+        limit = (
+            named
+            if isinstance(named, int)
+            else max_turns_of(history[0], self.config.negotiation.max_turns)
+        )
         asked = reply.action == ASK
         change = settled_change(
             state,

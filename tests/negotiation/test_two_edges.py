@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 BIKE = {"amount": 450, "currency": "USD"}
 
 
-def _negotiate(intent: str = "buy the bike") -> Any:
+def _negotiate(intent: str = "buy the bike", call_id: str | None = None) -> Any:
     return tool_call(
         "negotiate",
         {
@@ -24,6 +24,7 @@ def _negotiate(intent: str = "buy the bike") -> Any:
             "intent": intent,
             "opening": "Buy Sam's bike for at most $500.",
         },
+        call_id=call_id,
     )
 
 
@@ -33,12 +34,14 @@ async def _ask(edge: EdgeHarness, text_: str, message_id: str = "m1") -> dict[st
     return dict(result.get("task", result))
 
 
-async def _setup(edges: Any, fake_a: FakeModelServer, fake_b: FakeModelServer) -> None:
+async def _setup(
+    edges: Any, fake_a: FakeModelServer, fake_b: FakeModelServer, **negotiation: Any
+) -> None:
     await edges.a.add_tenant(
         "buyer",
         manifest=demo_manifest("Buyer"),
         agent="llm",
-        agent_config=llm_config(fake_a.base_url),
+        agent_config=llm_config(fake_a.base_url, **negotiation),
         profile="open",
         require_push_config=False,
     )
@@ -58,7 +61,7 @@ async def _rows(edge: EdgeHarness, tenant: str) -> list[Any]:
 
 def _tool_result(fake: FakeModelServer) -> str:
     for request in reversed(fake.requests):
-        for message in request.messages:
+        for message in reversed(request.messages):
             if message.get("role") == "tool":
                 return str(message.get("content"))
     raise AssertionError("no tool result reached the model")
@@ -94,3 +97,97 @@ async def test_agreed_by_reference(pg_url: str, second_pg_url: str) -> None:
             call = fake_b.requests[0].body
             assert call["response_format"] == {"type": "json_object"} and "tools" not in call
             assert call["messages"][0]["content"].startswith("You negotiate carefully.")
+
+
+async def _run(
+    pg_url: str, second_pg_url: str, script_a: list[Any], script_b: list[Any], **negotiation: Any
+) -> tuple[list[Any], list[Any], str, FakeModelServer, FakeModelServer]:
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        fake_a.script(*script_a)
+        fake_b.script(*script_b)
+        async with two_edges(pg_url, second_pg_url) as edges:
+            await _setup(edges, fake_a, fake_b, **negotiation)
+            task = await _ask(edges.a, "Buy Sam's bike.")
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+            return (
+                await _rows(edges.a, "buyer"),
+                await _rows(edges.b, "seller"),
+                _tool_result(fake_a),
+                fake_a,
+                fake_b,
+            )
+
+
+async def test_conflict_on_terms(pg_url: str, second_pg_url: str) -> None:
+    ours, theirs, digest, *_ = await _run(
+        pg_url,
+        second_pg_url,
+        [
+            _negotiate(),
+            decision("propose", "$450, pick up Wednesday.", {"amount": 450, "day": "Wednesday"}),
+            text("done"),
+        ],
+        [decision("accept", "Yes, Saturday.", {"amount": 450, "day": "Saturday"})],
+    )
+    for row in (*ours, *theirs):
+        assert (row.verdict, row.basis) == ("conflict", "terms")
+    assert "conflict: the two closing moves name different terms" in digest
+
+
+async def test_prose_conflict(pg_url: str, second_pg_url: str) -> None:
+    ours, theirs, digest, *_ = await _run(
+        pg_url,
+        second_pg_url,
+        [_negotiate(), decision("accept", "Fine, $460 it is."), text("done")],
+        [decision("accept", "Agreed at $450.")],
+    )
+    for row in (*ours, *theirs):
+        assert (row.verdict, row.basis) == ("conflict", "prose")
+    assert "You closed on 460 and they closed on 450" in digest
+
+
+async def test_declined(pg_url: str, second_pg_url: str) -> None:
+    ours, theirs, digest, *_ = await _run(
+        pg_url,
+        second_pg_url,
+        [_negotiate(), decision("propose", "$300?", {"amount": 300}), text("done")],
+        [decision("reject", "No.")],
+    )
+    for row in (*ours, *theirs):
+        assert (row.verdict, row.basis, row.binding) == ("declined", "state", False)
+        assert row.task_state == "TASK_STATE_REJECTED"
+    assert "declined: task ended as rejected" in digest
+
+
+async def test_out_of_turns_is_unanswered_and_a_rival_is_refused(
+    pg_url: str, second_pg_url: str
+) -> None:
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        fake_a.script(
+            _negotiate(),
+            decision("propose", "$400?", {"amount": 400}),
+            decision("counter", "$420?", {"amount": 420}),
+            text("still open"),
+            _negotiate(call_id="again"),
+            text("refused"),
+        )
+        fake_b.script(
+            decision("counter", "$480.", {"amount": 480}),
+            decision("counter", "$470.", {"amount": 470}),
+        )
+        async with two_edges(pg_url, second_pg_url) as edges:
+            await _setup(edges, fake_a, fake_b, max_turns=2)
+            await _ask(edges.a, "Buy Sam's bike.")
+            digest = _tool_result(fake_a)
+            assert "Out of turns (1):" in digest and "2 turns, still open" in digest
+            [ours] = await _rows(edges.a, "buyer")
+            [theirs] = await _rows(edges.b, "seller")
+            for row in (ours, theirs):
+                assert (row.verdict, row.binding, row.turns) == ("unanswered", True, 2), row
+            seen_b = len(fake_b.requests)
+            seen_a = len(fake_a.requests)
+            await _ask(edges.a, "Try again.", message_id="m2")
+            refused = _tool_result(fake_a)
+            assert "Refused (1):" in refused and f"negotiation {ours.id}" in refused
+            assert len(fake_b.requests) == seen_b  # nothing sent
+            assert len(fake_a.requests) == seen_a + 2  # the loop's two calls, no negotiator
