@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from app.cli import gateway_dev as _gateway_dev_cmd
+from app.cli import negotiations as _negotiations_cmd
 from app.cli import push as _push_cmd
 from app.cli import worker as _worker_cmd
 
@@ -19,3 +20,4 @@ REGISTRARS.append(_worker_cmd.register)
 
 REGISTRARS.append(_push_cmd.register)
 REGISTRARS.append(_gateway_dev_cmd.register)
+REGISTRARS.append(_negotiations_cmd.register)
