@@ -3,13 +3,14 @@ row records the same verdict; the loop learns the digest."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, demo_manifest
-from app.testing.fake_model import FakeModelServer, text, tool_call
+from app.testing.fake_model import FakeModelServer, dynamic, text, tool_call
 from tests.negotiation.kit import ORIGIN_B, accepting, decision, llm_config, two_edges
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -191,3 +192,59 @@ async def test_out_of_turns_is_unanswered_and_a_rival_is_refused(
             assert "Refused (1):" in refused and f"negotiation {ours.id}" in refused
             assert len(fake_b.requests) == seen_b  # nothing sent
             assert len(fake_a.requests) == seen_a + 2  # the loop's two calls, no negotiator
+
+
+def _answer_waiting(guidance: str) -> Any:
+    """The loop's ``answer`` call naming the negotiation the digest said waits on the party."""
+
+    def compute(body: dict[str, Any]) -> Any:
+        shown = [
+            str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "tool"
+        ]
+        waiting = next(c for c in shown if "Waiting on you" in c)
+        negotiation_id = re.search(r"- ([0-9a-f-]{36})", waiting)
+        assert negotiation_id is not None
+        return tool_call(
+            "answer", {"ids": [negotiation_id.group(1)], "guidance": guidance}, call_id="ans"
+        )
+
+    return dynamic(compute)
+
+
+async def test_parked_on_a_question_and_resumed(pg_url: str, second_pg_url: str) -> None:
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        fake_a.script(
+            _negotiate(),
+            decision("ask", "What is the most I may pay?"),
+            tool_call("ask_user", {"question": "What is the most I may pay?"}, call_id="q"),
+            _answer_waiting("At most $460."),
+            decision("propose", "$450 for the bike.", BIKE),
+            text("Bought it for $450."),
+        )
+        fake_b.script(accepting("Deal.", with_terms=False))
+        async with two_edges(pg_url, second_pg_url) as edges:
+            await _setup(edges, fake_a, fake_b)
+            task = await _ask(edges.a, "Buy Sam's bike.")
+            assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+            waiting = _tool_result(fake_a)
+            assert (
+                "Waiting on you (1)" in waiting and 'asks: "What is the most I may pay?"' in waiting
+            )
+            [parked] = await _rows(edges.a, "buyer")
+            assert parked.state == "parked" and parked.task_id is None
+            assert fake_b.requests == []  # the ask never left the edge
+            message = {
+                "messageId": "m2",
+                "role": "ROLE_USER",
+                "taskId": task["id"],
+                "parts": [{"text": "At most $460."}],
+            }
+            done = await edges.a.result("SendMessage", {"message": message}, tenant="buyer")
+            assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+            [ours] = await _rows(edges.a, "buyer")
+            [theirs] = await _rows(edges.b, "seller")
+            assert ours.guidance == ("At most $460.",) and ours.pending is None
+            for row in (ours, theirs):
+                assert (row.verdict, row.basis, row.terms) == ("agreed", "reference", BIKE)
+            # The guidance reached the negotiator's objective.
+            assert "At most $460." in fake_a.requests[4].messages[0]["content"]

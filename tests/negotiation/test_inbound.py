@@ -1,0 +1,120 @@
+"""A peer's negotiation turn on one edge, both backends: who may send one, the negotiator's
+saved reply (a retry asks no model), the rival rule at accept, the negotiate card skill."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.db.storage import open_storage
+from app.testing.edge import EdgeHarness, edge_harness
+from app.testing.fake_model import FakeModelServer
+from app.testing.gateway import GatewayKit
+from tests.negotiation.kit import FAST, decision, llm_config
+
+PEER = "https://peer.test"
+
+
+@pytest.fixture
+def peer() -> GatewayKit:
+    return GatewayKit(origin=PEER, kid="peer-key")
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def edge(db_url: str, peer: GatewayKit, fake: FakeModelServer) -> AsyncIterator[EdgeHarness]:
+    async with edge_harness(db_url, peers=[peer], background=True, **FAST) as harness:
+        config = llm_config(fake.base_url, actions=[{"action": "decline", "terminal": True}])
+        await harness.add_tenant(
+            "shop", agent="llm", agent_config=config, profile="open", require_push_config=False
+        )
+        await harness.add_tenant("plain", profile="open", require_push_config=False)
+        yield harness
+
+
+def _turn(message_id: str, intent: str = "sell bike", **decision_: Any) -> dict[str, Any]:
+    data = {"action": "propose", "message": "$400?", "terms": {"amount": 400}, **decision_}
+    return {
+        "message": {
+            "messageId": message_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": data, "mediaType": "application/json"}],
+            "metadata": {"io.looping.negotiation": {"intent": intent}},
+        }
+    }
+
+
+def _token(edge: EdgeHarness, peer: GatewayKit, tenant: str = "shop") -> str:
+    return peer.mint(audience=edge.endpoint, tenant=tenant, identity={"key": "buyer"})
+
+
+async def test_a_decision_from_a_gateway_token_is_invalid_params(edge: EdgeHarness) -> None:
+    r = await edge.rpc("SendMessage", _turn("g1"), tenant="shop")
+    error = r.json()["error"]
+    assert error["code"] == -32602 and "peer" in error["message"]
+    assert await open_storage(edge.services.db).negotiations.list_for("shop") == []
+
+
+async def test_a_tenant_that_does_not_negotiate_refuses(
+    edge: EdgeHarness, peer: GatewayKit
+) -> None:
+    r = await edge.rpc(
+        "SendMessage", _turn("p0"), tenant="plain", token=_token(edge, peer, "plain")
+    )
+    assert r.json()["error"]["code"] == -32004
+
+
+async def test_a_peers_turn_is_answered_once_and_a_rival_is_refused(
+    edge: EdgeHarness, peer: GatewayKit, fake: FakeModelServer
+) -> None:
+    fake.script(decision("counter", "$450.", {"amount": 450}, offerId="model-made"))
+    first = await edge.result("SendMessage", _turn("p1"), tenant="shop", token=_token(edge, peer))
+    task = first["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    [part] = task["status"]["message"]["parts"]
+    reply = part["data"]
+    assert reply["action"] == "counter" and reply["terms"] == {"amount": 450}
+    assert reply["offerId"] != "model-made" and len(reply["offerId"]) == 36
+    # The same message again: the same task, no model call.
+    again = await edge.result("SendMessage", _turn("p1"), tenant="shop", token=_token(edge, peer))
+    assert again["task"]["id"] == task["id"] and len(fake.requests) == 1
+    [row] = await open_storage(edge.services.db).negotiations.list_for("shop")
+    assert (row.direction, row.task_id, row.intent) == ("inbound", task["id"], "sell bike")
+    assert row.counterparty == f"{PEER}/buyer" and row.identity == f"peer:{PEER}:buyer"
+    # A second negotiation on the same intent is refused before any task exists.
+    r = await edge.rpc("SendMessage", _turn("p2"), tenant="shop", token=_token(edge, peer))
+    error = r.json()["error"]
+    assert error["code"] == -32004 and row.id in error["message"]
+    assert len(await open_storage(edge.services.db).negotiations.list_for("shop")) == 1
+    # Another intent is no rival; a terminal configured action ends the task REJECTED.
+    fake.script(decision("decline", "Not for sale."))
+    other = await edge.result(
+        "SendMessage", _turn("p3", intent="sell desk"), tenant="shop", token=_token(edge, peer)
+    )
+    assert other["task"]["status"]["state"] == "TASK_STATE_REJECTED"
+    rows = await open_storage(edge.services.db).negotiations.list_for("shop")
+    declined = next(r for r in rows if r.intent == "sell desk")
+    assert (declined.verdict, declined.binding, declined.state) == ("declined", False, "ended")
+    # A negotiation that ended is never continued.
+    cont = _turn("p4", intent="sell desk")
+    cont["message"]["taskId"] = other["task"]["id"]
+    r = await edge.rpc("SendMessage", cont, tenant="shop", token=_token(edge, peer))
+    assert r.json()["error"]["code"] == -32004
+
+
+async def test_the_card_names_every_action(edge: EdgeHarness, peer: GatewayKit) -> None:
+    card = await edge.result("GetExtendedAgentCard", {}, tenant="shop")
+    [skill] = [s for s in card["skills"] if s["id"] == "negotiate"]
+    for action in ("propose", "counter", "accept", "reject", "decline"):
+        assert action in skill["description"]
+    plain = await edge.result("GetExtendedAgentCard", {}, tenant="plain")
+    assert all(s["id"] != "negotiate" for s in plain["skills"])
+    assert json.dumps(card)  # the signed card stays JSON
