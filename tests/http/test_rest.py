@@ -4,6 +4,7 @@ TaskNotFound), streaming over SSE, and every refusal in the binding's own error 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -367,3 +368,32 @@ async def test_a_full_queue_is_429_with_retry_after(db_url: str) -> None:
         r = await _send(edge, "reply two", "q-2", returnImmediately=True)
         assert _status(r, 429, None)["status"] == "RESOURCE_EXHAUSTED"
         assert r.headers["retry-after"] == str(edge.settings.queue_full_retry_after_seconds)
+
+
+async def test_a_rest_stream_heartbeats_ends_on_cancel_and_its_disconnect_frees_the_slot(
+    db_url: str,
+) -> None:
+    async with edge_harness(
+        db_url,
+        background=True,
+        stream_max_per_identity=1,
+        stream_heartbeat_seconds=0.2,
+        **FAST,
+    ) as edge:
+        await edge.add_tenant("open", agent="scripted", profile="open", require_push_config=False)
+        edge.default_tenant = "open"
+        task_id = await _task(edge, "sleep 30\nreply late")
+        subscribe = ("GET", f"/tasks/{task_id}:subscribe")
+        async with SseCall(edge, "SubscribeToTask", {}, rest=subscribe) as held:
+            assert held.status == 200
+            assert held.headers["content-type"] == "text/event-stream"
+            assert (await held.event())["task"]["id"] == task_id
+            _status(await edge.rest(*subscribe), 429, "RESOURCE_EXHAUSTED")
+            await held.disconnect()
+        async with SseCall(edge, "SubscribeToTask", {}, rest=("POST", subscribe[1])) as again:
+            assert (await again.event())["task"]["id"] == task_id
+            await asyncio.sleep(0.7)
+            await edge.rest("POST", f"/tasks/{task_id}:cancel")
+            events = await again.events()
+            assert again.heartbeats >= 2
+        assert events[-1]["statusUpdate"]["status"]["state"] == states.CANCELED

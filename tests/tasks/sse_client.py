@@ -13,21 +13,38 @@ from app.testing.edge import EdgeHarness
 
 
 class SseCall:
-    def __init__(self, edge: EdgeHarness, method: str, params: Mapping[str, Any], **kw: Any):
-        body_params = dict(params)
-        body_params.setdefault("tenant", kw.pop("tenant", None) or edge.default_tenant)
-        token = edge.token(tenant=body_params["tenant"], **kw)
-        doc = {"jsonrpc": "2.0", "id": 7, "method": method, "params": body_params}
+    def __init__(
+        self,
+        edge: EdgeHarness,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        rest: tuple[str, str] | None = None,
+        **kw: Any,
+    ):
+        """A JSON-RPC call of ``method`` with ``params``; with ``rest=(http method, path)`` an
+        HTTP+JSON request to ``/{tenant}<path>`` with ``params`` as its body instead."""
+        tenant = kw.pop("tenant", None) or edge.default_tenant
+        http_method, path = "POST", edge.settings.rpc_path
+        if rest is None:
+            body_params = {"tenant": tenant, **params}
+            token = edge.token(tenant=body_params["tenant"], **kw)
+            doc = {"jsonrpc": "2.0", "id": 7, "method": method, "params": body_params}
+        else:
+            token = edge.rest_token(tenant=tenant, **kw)
+            doc = dict(params)
+            http_method, path = rest[0], f"/{tenant}{rest[1]}"
         self._body = json.dumps(doc).encode()
+        self.rest = rest is not None
         headers = {**edge.headers(token), "Content-Length": str(len(self._body))}
         self._scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
-            "method": "POST",
+            "method": http_method,
             "scheme": "http",
-            "path": edge.settings.rpc_path,
-            "raw_path": edge.settings.rpc_path.encode(),
+            "path": path,
+            "raw_path": path.encode(),
             "query_string": b"",
             "root_path": "",
             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
@@ -110,9 +127,13 @@ class SseCall:
             self.ended = not message.get("more_body", False)
 
     async def events(self, timeout: float = 10) -> list[dict[str, Any]]:
-        """Every remaining event's ``result``, until the stream ends."""
+        """Every remaining event's ``result`` (on HTTP+JSON the event itself), until the
+        stream ends."""
         results = []
         while (event := await self.event(timeout)) is not None:
+            if self.rest:
+                results.append(event)
+                continue
             assert "result" in event, event
             results.append(event["result"])
         return results
