@@ -80,6 +80,39 @@ async def test_a_tck_call_reaches_the_open_tenant_as_a_verified_caller(proxy):
     assert response.json()["result"]["message"]["parts"][0]["text"] == "Direct message response"
 
 
+async def test_an_http_json_call_gets_the_tenant_path_prefix(proxy):
+    _, client = proxy
+    message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "tck-complete-task-r"}
+    sent = await client.post(
+        "/rest/message:send", json={"message": message}, headers={"A2A-Version": "1.0"}
+    )
+    task = sent.json()["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    got = await client.get(
+        f"/rest/tasks/{task['id']}?historyLength=0", headers={"A2A-Version": "1.0"}
+    )
+    assert got.status_code == 200 and got.json()["id"] == task["id"]
+    missing = await client.get("/rest/tasks/no-such-task", headers={"A2A-Version": "1.0"})
+    assert missing.status_code == 404
+
+
+async def test_a_stream_comes_back_through_the_proxy(proxy):
+    _, client = proxy
+    body = _send("tck-stream-001-p")
+    body["method"] = "SendStreamingMessage"
+    response = await client.post("/jsonrpc", json=body, headers={"A2A-Version": "1.0"})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [
+        json.loads(line[len("data:") :])["result"]
+        for line in response.text.splitlines()
+        if line.startswith("data:")
+    ]
+    assert "task" in events[0]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    artifacts = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
+    assert artifacts[0]["parts"] == [{"text": "Stream hello from TCK"}]
+
+
 async def test_the_token_is_the_gateways_for_the_interface_called(proxy, edge: EdgeHarness):
     tck_proxy, _ = proxy
     interfaces = await tck_proxy.interfaces()
