@@ -25,7 +25,9 @@ WORKER_HEALTHCHECK_SECONDS = 60
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = sub.add_parser("serve", help="run the edge (HTTP + in-process worker + push)")
+    serve = sub.add_parser(
+        "serve", help="run the edge (HTTP, gRPC with EDGE_GRPC_PORT, in-process worker, push)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--no-worker", action="store_true", help="do not run turn workers here")
