@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from app.agents.entry_point import AgentEntryError, entry_of
 from app.agents.kinds import AGENT_KINDS
-from app.agents.llm.config import LlmConfigError, parse_llm_config
 from app.cli.common import (
     DATABASE_ERRORS,
     database_failed,
@@ -21,15 +18,19 @@ from app.cli.common import (
     printable,
     settings_or_exit,
 )
-from app.tenants.manifest import TenantManifest, strict_json_object, validate_tenant_id
-from app.tenants.profile import GATEWAY, OPEN, PROFILES
-from app.tenants.registry import (
+from app.tenants.manifest import MAX_MANIFEST_BYTES, strict_json_object
+from app.tenants.profile import PROFILES
+from app.tenants.registry import TenantStore
+from app.tenants.service import (
+    TenantDraft,
     TenantExists,
+    TenantInvalid,
     TenantMissing,
-    TenantRecord,
-    TenantStore,
-    check_agent_config,
+    TenantService,
+    tenant_json,
 )
+
+_show = tenant_json  # the name this module's tests know the shown form by
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("enable", "serve a disabled tenant again"),
         ("remove", "delete a tenant from the registry"),
     ):
-        p = tsub.add_parser(name, help=helptext)
+        p = tsub.add_parser(name, help=helptext, aliases=["delete"] if name == "remove" else [])
         p.add_argument("id")
         p.set_defaults(func=lambda a, n=name: _run(_SIMPLE[n], a))
 
@@ -98,118 +99,70 @@ def _read_text(path: Path, what: str) -> str:
         raise _Usage(f"{what} file {path} is not UTF-8 text") from None
 
 
-def _agent_config(path: Path) -> dict[str, Any]:
-    what = "agent config"
+def _json_file(path: Path, what: str) -> dict[str, Any]:
+    """The file's JSON object; its size and JSON are the file's, checked here (the service
+    checks what it means)."""
+    text = _read_text(path, what)
     try:
-        config = strict_json_object(_read_text(path, what), what)
-        check_agent_config(config)
+        if what == "manifest" and len(text.encode("utf-8", "surrogatepass")) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+        return strict_json_object(text, what)
     except ValueError as exc:
         raise _Usage(f"invalid {what} {path}: {exc}") from None
-    return config
-
-
-def _manifest(path: Path) -> dict[str, Any]:
-    text = _read_text(path, "manifest")
-    try:
-        return TenantManifest.from_json_text(text).model_dump(mode="json", exclude_none=True)
-    except ValueError as exc:
-        raise _Usage(f"invalid manifest {path}: {exc}") from None
 
 
 def _flag(value: str | None) -> bool | None:
     return None if value is None else value == "true"
 
 
-def _require_push(a: argparse.Namespace) -> bool | None:
-    """``--require-push-config`` as given; ``--profile open`` alone implies ``false`` (general
-    clients need not send one), and an explicit flag beside it wins."""
-    given = _flag(a.require_push_config)
-    if given is None and a.profile == OPEN:
-        return False
-    return given
+def _draft(a: argparse.Namespace) -> TenantDraft:
+    return TenantDraft(
+        manifest=_json_file(a.manifest, "manifest") if a.manifest else None,
+        agent=a.agent,
+        agent_config=_json_file(a.agent_config, "agent config") if a.agent_config else None,
+        require_push_config=_flag(a.require_push_config),
+        dedupe_message_ids=_flag(a.dedupe_message_ids),
+        profile=a.profile,
+    )
 
 
-def _show(record: TenantRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "enabled": record.enabled,
-        "profile": record.profile,
-        "agent": record.agent_kind,
-        "agentConfig": dict(record.agent_config),
-        "requirePushConfig": record.require_push_config,
-        "dedupeMessageIds": record.dedupe_message_ids,
-        "revision": record.revision,
-        "manifest": dict(record.manifest),
-    }
-
-
-def _check_agent(kind: str, config: Mapping[str, Any]) -> None:
-    # Checked for their shape only: the worker imports a python entry (and reads a model's
-    # key) from its own environment, which the CLI's need not be.
-    if kind == "llm":
-        try:
-            parse_llm_config(config)
-        except LlmConfigError as exc:
-            raise _Usage(f"invalid llm agent config: {exc}") from None
-    if kind == "python":
-        try:
-            entry_of(config)
-        except AgentEntryError as exc:
-            raise _Usage(str(exc)) from None
+def _refused(exc: TenantInvalid, a: argparse.Namespace) -> _Usage:
+    """The service's message, prefixed with the file it is about (as this command always
+    printed it)."""
+    if exc.field == "manifest" and a.manifest:
+        return _Usage(f"invalid manifest {a.manifest}: {exc.message}")
+    if exc.field == "agent_config" and a.agent_config:
+        return _Usage(f"invalid agent config {a.agent_config}: {exc.message}")
+    return _Usage(exc.message)
 
 
 async def _add(store: TenantStore, a: argparse.Namespace) -> int:
     try:
-        tenant_id = validate_tenant_id(a.id)
-    except ValueError as exc:
-        raise _Usage(str(exc)) from None
-    record = TenantRecord(
-        id=tenant_id,
-        manifest=_manifest(a.manifest),
-        agent_kind=a.agent,
-        agent_config=_agent_config(a.agent_config) if a.agent_config else {},
-        require_push_config=_require_push(a) is not False,
-        dedupe_message_ids=_flag(a.dedupe_message_ids) is not False,
-        profile=a.profile or GATEWAY,
-    )
-    _check_agent(record.agent_kind, record.agent_config)
-    try:
-        await store.add(record)
+        record = await TenantService(store).add(a.id, _draft(a))
+    except TenantInvalid as exc:
+        raise _refused(exc, a) from None
     except TenantExists:
-        raise _Usage(f"tenant '{tenant_id}' already exists (use tenants update)") from None
-    print(f"added tenant '{tenant_id}' (agent {record.agent_kind})")
+        raise _Usage(f"tenant '{a.id}' already exists (use tenants update)") from None
+    print(f"added tenant '{record.id}' (agent {record.agent_kind})")
     return 0
 
 
 async def _update(store: TenantStore, a: argparse.Namespace) -> int:
-    changes: dict[str, Any] = {
-        "manifest": _manifest(a.manifest) if a.manifest else None,
-        "agent_kind": a.agent,
-        "agent_config": _agent_config(a.agent_config) if a.agent_config else None,
-        "require_push_config": _require_push(a),
-        "dedupe_message_ids": _flag(a.dedupe_message_ids),
-        "profile": a.profile,
-    }
-    if all(v is None for v in changes.values()):
+    draft = _draft(a)
+    if draft.is_empty():
         raise _Usage("nothing to update: give --manifest, --agent, --agent-config or a flag")
-    if changes["agent_kind"] is not None or changes["agent_config"] is not None:
-        current = await store.get(a.id)
-        if current is not None:
-            _check_agent(
-                changes["agent_kind"] or current.agent_kind,
-                current.agent_config
-                if changes["agent_config"] is None
-                else changes["agent_config"],
-            )
-    record = await store.update(a.id, **changes)
+    try:
+        record = await TenantService(store).update(a.id, draft)
+    except TenantInvalid as exc:
+        raise _refused(exc, a) from None
     print(f"updated tenant '{record.id}' (revision {record.revision})")
     return 0
 
 
 async def _list(store: TenantStore, a: argparse.Namespace) -> int:
-    records = await store.list()
+    records = await TenantService(store).list()
     if a.json:
-        print(json.dumps([_show(r) for r in records], indent=2))
+        print(json.dumps([tenant_json(r) for r in records], indent=2))
         return 0
     if not records:
         print(
@@ -224,27 +177,24 @@ async def _list(store: TenantStore, a: argparse.Namespace) -> int:
 
 
 async def _show_cmd(store: TenantStore, a: argparse.Namespace) -> int:
-    record = await store.get(a.id)
-    if record is None:
-        raise TenantMissing(a.id)
-    print(json.dumps(_show(record), indent=2))
+    print(json.dumps(tenant_json(await TenantService(store).get(a.id)), indent=2))
     return 0
 
 
 async def _enable(store: TenantStore, a: argparse.Namespace) -> int:
-    await store.update(a.id, enabled=True)
+    await TenantService(store).set_enabled(a.id, True)
     print(f"enabled tenant '{a.id}'")
     return 0
 
 
 async def _disable(store: TenantStore, a: argparse.Namespace) -> int:
-    await store.update(a.id, enabled=False)
+    await TenantService(store).set_enabled(a.id, False)
     print(f"disabled tenant '{a.id}'")
     return 0
 
 
 async def _remove(store: TenantStore, a: argparse.Namespace) -> int:
-    await store.remove(a.id)
+    await TenantService(store).remove(a.id)
     print(f"removed tenant '{a.id}'")
     return 0
 

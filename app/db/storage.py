@@ -16,6 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 
 from app.db.accepts import AcceptStore
+from app.db.admin_tokens import AdminTokenStore
 from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
 from app.db.mailbox import MailboxStore
@@ -30,6 +31,7 @@ from app.db.push_configs import PushConfigStore
 from app.db.push_outbox import PushOutboxStore
 from app.db.sessions import SessionStore
 from app.db.shared.accepts import SharedAccepts
+from app.db.shared.admin_tokens import SharedAdminTokens
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.push_configs import SharedPushConfigs
@@ -75,6 +77,7 @@ class Storage:
     task_events: TaskEventStore
     negotiations: NegotiationStore
     subtasks: SubtaskStore
+    admin_tokens: AdminTokenStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -105,6 +108,7 @@ def _sqlite(db: Database) -> Storage:
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, sqlite_insert),
         subtasks=SharedSubtasks(db, sqlite_insert),
+        admin_tokens=SharedAdminTokens(db),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -133,4 +137,6 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, pg_insert),
         subtasks=SharedSubtasks(db, pg_insert),
+        # Admin requests are few: the ORM path on both backends.
+        admin_tokens=SharedAdminTokens(db),
     )

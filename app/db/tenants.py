@@ -53,6 +53,14 @@ class TenantMissing(LookupError):
     pass
 
 
+class TenantStale(Exception):
+    """An update that named a revision the tenant no longer has (optimistic concurrency)."""
+
+    def __init__(self, tenant_id: str, current: int) -> None:
+        super().__init__(tenant_id)
+        self.current = current
+
+
 class TenantRecordStore(Protocol):
     async def list(self) -> list[TenantRecord]: ...
 
@@ -64,10 +72,16 @@ class TenantRecordStore(Protocol):
         ...
 
     async def update(
-        self, tenant_id: str, values: Mapping[str, Any], *, at: datetime
+        self,
+        tenant_id: str,
+        values: Mapping[str, Any],
+        *,
+        at: datetime,
+        expected_revision: int | None = None,
     ) -> TenantRecord:
         """Set ``values`` and bump the revision, unless nothing changes (then the record as
-        it is); ``TenantMissing`` if there is no such tenant."""
+        it is); ``TenantMissing`` if there is no such tenant, ``TenantStale`` if
+        ``expected_revision`` is given and is not its revision (checked under the row lock)."""
         ...
 
     async def delete(self, tenant_id: str) -> None:

@@ -42,7 +42,11 @@ class TenantStore:
         check_agent_config(record.agent_config)
         return await self._rows.insert(record, at=_utcnow())
 
-    async def update(self, tenant_id: str, **changes: Any) -> TenantRecord:
+    async def update(
+        self, tenant_id: str, *, expected_revision: int | None = None, **changes: Any
+    ) -> TenantRecord:
+        """Change the tenant; ``expected_revision``: ``TenantStale`` unless it is the
+        tenant's revision at the time of the change (optimistic, issue 52)."""
         allowed = {
             "manifest",
             "agent_kind",
@@ -62,7 +66,9 @@ class TenantStore:
         if changes.get("profile") is not None:
             check_profile(changes["profile"])
         values = {k: v for k, v in changes.items() if v is not None}
-        return await self._rows.update(tenant_id, values, at=_utcnow())
+        return await self._rows.update(
+            tenant_id, values, at=_utcnow(), expected_revision=expected_revision
+        )
 
     async def remove(self, tenant_id: str) -> None:
         await self._rows.delete(tenant_id)

@@ -1,5 +1,6 @@
 """All ORM tables; importing this package registers them on ``Base.metadata``."""
 
+from app.db.models.admin_tokens import AdminTokenRow
 from app.db.models.base import Base
 from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow
 from app.db.models.push import PushConfigRow, PushOutboxRow
@@ -11,6 +12,7 @@ from app.db.models.tenants import TenantRow
 
 __all__ = [
     "ActorRow",
+    "AdminTokenRow",
     "Base",
     "NegotiationRow",
     "NegotiationTurnRow",

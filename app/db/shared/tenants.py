@@ -11,7 +11,7 @@ from sqlalchemy import delete, select, update
 
 from app.db.engine import Database
 from app.db.models import TenantRow
-from app.db.tenants import TenantExists, TenantMissing, TenantRecord
+from app.db.tenants import TenantExists, TenantMissing, TenantRecord, TenantStale
 
 
 def _record(row: TenantRow) -> TenantRecord:
@@ -68,21 +68,33 @@ class SharedTenants:
         return await self._require(record.id)
 
     async def update(
-        self, tenant_id: str, values: Mapping[str, Any], *, at: datetime
+        self,
+        tenant_id: str,
+        values: Mapping[str, Any],
+        *,
+        at: datetime,
+        expected_revision: int | None = None,
     ) -> TenantRecord:
         async with self._db.transaction() as s:
             row = await s.get(TenantRow, tenant_id, with_for_update=True)
             if row is None:
                 raise TenantMissing(tenant_id)
+            if expected_revision is not None and row.revision != expected_revision:
+                raise TenantStale(tenant_id, row.revision)
             if all(getattr(row, k) == v for k, v in values.items()):
                 # Nothing changes (``disable`` of a disabled tenant, say): no new revision, so
                 # the running edges do not re-sign its card for nothing.
                 return _record(row)
             changed = {**values, "revision": TenantRow.revision + 1, "updated_at": at}
-            result = await s.execute(
-                update(TenantRow).where(TenantRow.id == tenant_id).values(**changed)
-            )
+            statement = update(TenantRow).where(TenantRow.id == tenant_id)
+            if expected_revision is not None:
+                # SQLite takes no row lock: the revision in the statement keeps the check and
+                # the write one step there too.
+                statement = statement.where(TenantRow.revision == expected_revision)
+            result = await s.execute(statement.values(**changed))
             if getattr(result, "rowcount", 0) == 0:
+                if expected_revision is not None:
+                    raise TenantStale(tenant_id, row.revision)
                 raise TenantMissing(tenant_id)
         return await self._require(tenant_id)
 
