@@ -153,6 +153,24 @@ class Settings(BaseSettings):
     # every path it does not list, and a public edge has no use for a schema browser.
     openapi_docs: bool = False
 
+    # --- admin API (issue 52) -------------------------------------------------------------------
+    # EDGE_ADMIN_LISTEN: host:port of the admin listener (app.admin), e.g. 127.0.0.1:8081 or
+    # [::1]:8081; unset: no admin listener. Never on the public port.
+    admin_listen: str | None = None
+
+    @field_validator("admin_listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        listen_address(value)
+        return value.strip()
+
+    @property
+    def admin_address(self) -> tuple[str, int] | None:
+        """``EDGE_ADMIN_LISTEN`` as (host, port), or ``None`` when it is off."""
+        return None if self.admin_listen is None else listen_address(self.admin_listen)
+
     @field_validator("gateway_origins", "peer_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
@@ -267,6 +285,19 @@ class Settings(BaseSettings):
                 f"PEER_ORIGINS: {sorted(shared)[0]} is also in GATEWAY_ORIGINS; "
                 "a peer is never a gateway"
             )
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for an IPv6 address) as (host, port); ``ValueError``
+    otherwise."""
+    host, sep, port = value.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError("must be host:port, e.g. 127.0.0.1:8081 or [::1]:8081")
+    if any(c.isspace() or c in "/[]@" for c in host):
+        raise ValueError("must be host:port, e.g. 127.0.0.1:8081 or [::1]:8081")
+    return host, int(port)
 
 
 def _variable_name(loc: tuple[int | str, ...]) -> str:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from app.cli import agents, extra_commands, serve, tenants
+from app.cli import admin, agents, extra_commands, serve, tenants
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve.register(sub)
+    admin.register(sub)
     tenants.register(sub)
     agents.register(sub)
     # Commands contributed by other packages (worker, push, gateway-dev).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from app.cli.admin import admin_child
 from app.cli.common import (
     DATABASE_ERRORS,
     EXIT_CONFIG,
@@ -26,7 +27,9 @@ WORKER_HEALTHCHECK_SECONDS = 60
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser(
-        "serve", help="run the edge (HTTP, gRPC with EDGE_GRPC_PORT, in-process worker, push)"
+        "serve",
+        help="run the edge (HTTP, gRPC with EDGE_GRPC_PORT, in-process worker, push; the admin "
+        "API on EDGE_ADMIN_LISTEN)",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -53,9 +56,6 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from app.http.connection import HttpLimits, protocol_class
     from app.ops.logging import configure_logging
 
     settings = settings_or_exit()
@@ -79,6 +79,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     os.environ["LOOPING_EDGE_BACKGROUND"] = _background_flags(args)
     os.environ["LOOPING_EDGE_GRPC_HOST"] = args.host
+    admin = settings.admin_address
+    if admin is not None and admin[1] == args.port:
+        return fail("EDGE_ADMIN_LISTEN: must not be the public port (--port)", EXIT_CONFIG)
+    with admin_child(admin is not None):
+        _run_public(args, settings)
+    return 0
+
+
+def _run_public(args: argparse.Namespace, settings: Settings) -> None:
+    import uvicorn
+
+    from app.http.connection import HttpLimits, protocol_class
+
     uvicorn.run(
         "app.asgi:app",
         factory=False,
@@ -101,7 +114,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access_log=False,
         log_config=None,
     )
-    return 0
 
 
 def _fd_headroom(settings: Settings) -> int:

@@ -94,6 +94,15 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class DeadLetterFilter:
+    """More ways to narrow a dead-letter listing (the admin API's filters and pages)."""
+
+    task_id: str | None = None
+    kind: str | None = None
+    after_id: int | None = None  # only rows with a larger id (the next page)
+
+
+@dataclass(frozen=True)
 class ReplayReport:
     requeued: tuple[int, ...]
     superseded: tuple[int, ...]
@@ -121,7 +130,11 @@ class PushOutboxStore(Protocol):
 
     async def gauges(self) -> OutboxGauges: ...
 
-    async def list_dead(self, *, tenant: str | None, limit: int) -> list[DeadLetter]: ...
+    async def list_dead(
+        self, *, tenant: str | None, limit: int, filters: DeadLetterFilter | None = None
+    ) -> list[DeadLetter]:
+        """Dead rows in id order, at most ``limit``, narrowed by ``filters``."""
+        ...
 
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         """Re-queue dead rows (all when ``ids`` is None) and wake every deliverer."""

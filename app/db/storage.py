@@ -21,6 +21,7 @@ from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
 from app.db.mailbox import MailboxStore
 from app.db.negotiations import NegotiationStore
+from app.db.overview import OverviewStore
 from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
@@ -34,6 +35,7 @@ from app.db.shared.accepts import SharedAccepts
 from app.db.shared.admin_tokens import SharedAdminTokens
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
+from app.db.shared.overview import SharedOverview
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
@@ -78,6 +80,7 @@ class Storage:
     negotiations: NegotiationStore
     subtasks: SubtaskStore
     admin_tokens: AdminTokenStore
+    overview: OverviewStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -109,6 +112,7 @@ def _sqlite(db: Database) -> Storage:
         negotiations=SharedNegotiations(db, sqlite_insert),
         subtasks=SharedSubtasks(db, sqlite_insert),
         admin_tokens=SharedAdminTokens(db),
+        overview=SharedOverview(db),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -139,4 +143,5 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         subtasks=SharedSubtasks(db, pg_insert),
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),
+        overview=SharedOverview(db),
     )

@@ -1,13 +1,15 @@
-"""Liveness and readiness (CONTRACT §2)."""
+"""Liveness and readiness (CONTRACT §2), and the admin API's health summary."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import text
 
 from app.db.engine import Database
 from app.db.migrate import current_revision, head_revision
+from app.db.storage import Storage
 
 
 @dataclass
@@ -42,3 +44,21 @@ class Readiness:
             and not self.draining
         )
         return ready, detail
+
+
+async def health_summary(storage: Storage) -> dict[str, Any]:
+    """What the admin API's ``GET /v1/health`` shows (issue 52): tenants, unfinished turns by
+    status, the push outbox's depth and the age of its oldest pending push."""
+    overview = await storage.overview.overview()
+    gauges = await storage.push_outbox.gauges()
+    return {
+        "tenants": {
+            "enabled": overview.tenants_enabled,
+            "disabled": overview.tenants_disabled,
+        },
+        "unfinishedTurns": dict(overview.unfinished_turns),
+        "push": {
+            "outboxDepth": gauges.depth,
+            "oldestPendingSeconds": round(gauges.oldest_pending_seconds, 3),
+        },
+    }

@@ -30,6 +30,8 @@ _FIELDS = (
     "plugin",  # an installed plugin's key
     "attempt",  # which model call of a step
     "event",  # a loop event's type name
+    "admin_token",  # the name (never the token) of the admin token behind a write
+    "action",  # which admin write (a fixed label such as tenants.create)
 )
 
 

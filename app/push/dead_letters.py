@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from app.db.engine import Database
 from app.db.push_outbox import DeadLetter as DeadLetter
+from app.db.push_outbox import DeadLetterFilter as DeadLetterFilter
 from app.db.push_outbox import ReplayReport as ReplayReport
 
 
 async def list_dead(
-    db: Database, *, tenant: str | None = None, limit: int = 1000
+    db: Database,
+    *,
+    tenant: str | None = None,
+    limit: int = 1000,
+    filters: DeadLetterFilter | None = None,
 ) -> list[DeadLetter]:
-    return await db.storage.push_outbox.list_dead(tenant=tenant, limit=limit)
+    return await db.storage.push_outbox.list_dead(tenant=tenant, limit=limit, filters=filters)
 
 
 async def replay(

@@ -30,6 +30,7 @@ from app.db.outbox import PENDING
 from app.db.push_outbox import (
     ClaimedPush,
     DeadLetter,
+    DeadLetterFilter,
     OutboxGauges,
     PushRecord,
     ReplayReport,
@@ -181,8 +182,10 @@ class PostgresPushOutbox:
     async def gauges(self) -> OutboxGauges:
         return await self._shared.gauges()
 
-    async def list_dead(self, *, tenant: str | None, limit: int) -> list[DeadLetter]:
-        return await self._shared.list_dead(tenant=tenant, limit=limit)
+    async def list_dead(
+        self, *, tenant: str | None, limit: int, filters: DeadLetterFilter | None = None
+    ) -> list[DeadLetter]:
+        return await self._shared.list_dead(tenant=tenant, limit=limit, filters=filters)
 
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         return await self._shared.replay(ids=ids, tenant=tenant)

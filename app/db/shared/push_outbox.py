@@ -20,7 +20,14 @@ from app.db.documents import as_utc
 from app.db.engine import Database
 from app.db.models import PushConfigRow, PushOutboxRow
 from app.db.outbox import CANCELED, DEAD, DELIVERED, PENDING
-from app.db.push_outbox import ClaimedPush, DeadLetter, OutboxGauges, PushRecord, ReplayReport
+from app.db.push_outbox import (
+    ClaimedPush,
+    DeadLetter,
+    DeadLetterFilter,
+    OutboxGauges,
+    PushRecord,
+    ReplayReport,
+)
 from app.db.signals import WakeChannel
 
 
@@ -136,11 +143,20 @@ class SharedPushOutbox:
         age = 0.0 if oldest is None else max(0.0, (now - as_utc(oldest)).total_seconds())
         return OutboxGauges(depth=int(depth), oldest_pending_seconds=age)
 
-    async def list_dead(self, *, tenant: str | None, limit: int) -> list[DeadLetter]:
+    async def list_dead(
+        self, *, tenant: str | None, limit: int, filters: DeadLetterFilter | None = None
+    ) -> list[DeadLetter]:
         o = PushOutboxRow
         query = select(o).where(o.status == DEAD).order_by(o.id).limit(limit)
         if tenant is not None:
             query = query.where(o.tenant == tenant)
+        if filters is not None:
+            if filters.task_id is not None:
+                query = query.where(o.task_id == filters.task_id)
+            if filters.kind is not None:
+                query = query.where(o.kind == filters.kind)
+            if filters.after_id is not None:
+                query = query.where(o.id > filters.after_id)
         async with self._db.transaction() as session:
             rows = (await session.execute(query)).scalars().all()
         return [

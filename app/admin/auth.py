@@ -1,0 +1,52 @@
+"""Bearer tokens on the admin listener (issue 52): a missing, unknown, revoked or expired token
+is 401 and a token without the route's scope is 403, and neither answer says which tokens
+exist (RFC 6750 §3: ``WWW-Authenticate: Bearer``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+
+from app.admin.problems import Problem
+from app.admin.tokens import AdminTokenRecord, AdminTokens
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="looping-edge-admin"'}
+
+
+def _unauthorized() -> Problem:
+    return Problem(
+        401,
+        "send Authorization: Bearer <admin token> with a valid token",
+        reason="unauthorized",
+        headers=_CHALLENGE,
+    )
+
+
+def bearer(request: Request) -> str | None:
+    values = request.headers.getlist("authorization")
+    if len(values) != 1:
+        return None
+    scheme, _, token = values[0].partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+AdminCaller = Callable[[Request], Awaitable[AdminTokenRecord]]
+
+
+def require(tokens: AdminTokens, scope: str | None) -> AdminCaller:
+    """A dependency giving the caller's token record; ``scope``: the one the route needs
+    (``None``: any valid token)."""
+
+    async def caller(request: Request) -> AdminTokenRecord:
+        token = bearer(request)
+        record = None if token is None else await tokens.authenticate(token)
+        if record is None:
+            raise _unauthorized()
+        if scope is not None and scope not in record.scopes:
+            raise Problem(403, f"this needs the scope {scope}", reason="forbidden")
+        return record
+
+    return caller
