@@ -23,9 +23,7 @@ class SharedOverview:
                     await s.execute(
                         select(TenantRow.enabled, func.count()).group_by(TenantRow.enabled)
                     )
-                )
-                .tuples()
-                .all()
+                ).all()
             )
             turns = dict(
                 (
@@ -34,9 +32,7 @@ class SharedOverview:
                         .where(TurnRow.status.in_(UNFINISHED_TURNS))
                         .group_by(TurnRow.status)
                     )
-                )
-                .tuples()
-                .all()
+                ).all()
             )
         return Overview(
             tenants_enabled=int(tenants.get(True, 0)),
