@@ -214,6 +214,10 @@ class _TurnRun:
         the task after the agent's last look at its history (a steering message, issue 48)
         runs the agent again at once: it resumes from its saved steps and takes the message.
         After ``LATE_STEERING_RUNS`` such runs the outcome is written as it stands."""
+        if tenant.agent_kind == "llm":
+            # The one kind that takes steering has seen at least the history it started on
+            # (``TurnContext.history``), even before it reads the task again.
+            self.seen_history = len(snapshot.history)
         runs = 0
         while True:
             try:

@@ -114,6 +114,7 @@ class _Turn:
         self.entries: list[SessionEntry] = []
         self.loaded: list[history.Loaded] = []
         self.next_step = 1
+        self.looked = False  # whether the loop has looked for steering yet
         self.pushing: asyncio.Task[None] | None = None  # the progress write in flight
         self.saving: list[asyncio.Task[bool]] = []  # tool results being written
 
@@ -221,13 +222,20 @@ class _Turn:
         part = UserPromptPart(self.ctx.turn.for_model())
         await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
 
-    async def _steering(self) -> list[dict[str, Any]]:
+    async def _steering(self, *, fresh: bool = True) -> list[dict[str, Any]]:
         """Plain user messages that joined the task while it runs and are not in the session
-        yet (steering: accepted with the task's ``taskId`` while it was working)."""
+        yet (steering: accepted with the task's ``taskId`` while it was working). Not
+        ``fresh``: the run's first look may take the history the turn started on, read
+        moments before; a message accepted since is found by a later look or, at the latest,
+        by the completion's guard (``app.worker.runner``: it is refused while the history
+        holds a message the loop has not read, and the loop runs again)."""
         if self.ctx.read_history is None:
             return []
+        first_look = not self.looked and not fresh
+        self.looked = True
         found = []
-        for message in await self.ctx.read_history():
+        history = self.ctx.history if first_look else await self.ctx.read_history()
+        for message in history:
             message_id = message.get("messageId")
             if message.get("role") not in ("ROLE_USER", "user") or not isinstance(message_id, str):
                 continue
@@ -241,7 +249,7 @@ class _Turn:
 
     async def _take_steering(self) -> None:
         """Steering joins the session before the next model call, in arrival order."""
-        for message in await self._steering():
+        for message in await self._steering(fresh=False):
             envelope = parse_envelope(first_text(message))
             part = UserPromptPart(envelope.for_model())
             await self._save(f"user:{message['messageId']}", ModelRequest(parts=[part]))
