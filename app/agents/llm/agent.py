@@ -98,6 +98,7 @@ class _Turn:
             sleep=runtime.sleep,
             cancelled=ctx.cancelled,
             http_client=runtime.http_client,
+            clients=runtime.model_clients,
         )
         self.tools: dict[str, Tool] = {hitl.ASK_USER: hitl.ASK_USER_TOOL}
         for name in config.tools:
@@ -167,7 +168,10 @@ class _Turn:
             await self._compact()
             response = await self._ask_model(tools=True)
             calls = history.calls_of(response)
-            if not calls and not await self._steering_waits():
+            if not calls:
+                # A steering message that came meanwhile is not looked for here: the
+                # completion's guard refuses the outcome while the history holds one this
+                # loop has not read, and the turn runs again from here (``_answered``).
                 return await self._answer(response)
             step = self._take_step()
             await self._save(f"step:{step}", response)
@@ -244,7 +248,7 @@ class _Turn:
         return found
 
     async def _steering_waits(self) -> bool:
-        """Whether steering arrived while the model answered (the turn goes on with it)."""
+        """Whether steering arrived after the turn's answer (the turn goes on with it)."""
         return bool(await self._steering())
 
     async def _take_steering(self) -> None:

@@ -75,9 +75,32 @@ def classify(exc: BaseException) -> _Failure:
     return _Failure(True, after, "failed")
 
 
+_ModelKey = tuple[ModelEndpoint, str, float]  # the endpoint, the key, the timeout
+MODELS_KEPT = 256
+
+
+class ModelClients:
+    """The model clients of a process whose turns share one HTTP client (``LlmRuntime``),
+    by endpoint, key and timeout: a client made for every turn cost each turn its
+    construction and the ``openai`` SDK's first-request platform probe (a thread hop)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[_ModelKey, OpenAIChatModel] = {}
+
+    def get(self, key: _ModelKey, make: Callable[[], OpenAIChatModel]) -> OpenAIChatModel:
+        model = self._kept.pop(key, None)
+        if model is None:
+            model = make()
+            if len(self._kept) >= MODELS_KEPT:
+                self._kept.pop(next(iter(self._kept)))  # the least recently used
+        self._kept[key] = model
+        return model
+
+
 class ModelCaller:
     """Calls the tenant's model (and fallback) for one step. ``environ`` is the worker's
-    environment mapping, read at call time for ``api_key_env``."""
+    environment mapping, read at call time for ``api_key_env``. ``clients``: where the
+    runtime keeps its model clients (only with its ``http_client``)."""
 
     def __init__(
         self,
@@ -88,8 +111,10 @@ class ModelCaller:
         sleep: Sleep = asyncio.sleep,
         cancelled: asyncio.Event | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        clients: ModelClients | None = None,
     ) -> None:
         self.config = config
+        self.clients = clients if http_client is not None else None
         self.environ = environ
         self.events = events
         self.sleep = sleep
@@ -125,20 +150,28 @@ class ModelCaller:
         raise ModelUnavailable("every model attempt failed")
 
     def _model(self, endpoint: ModelEndpoint) -> OpenAIChatModel:
-        """The endpoint's client, made once per turn (the key is read when it is made)."""
+        """The endpoint's client for this turn (the key is read once per turn)."""
         model = self._models.get(endpoint)
         if model is None:
-            model = self._models[endpoint] = self._new_model(endpoint)
+            key = self._key(endpoint)
+            if self.clients is None:
+                model = self._new_model(endpoint, key)
+            else:
+                kept = (endpoint, key, self.config.model_timeout_seconds)
+                model = self.clients.get(kept, lambda: self._new_model(endpoint, key))
+            self._models[endpoint] = model
         return model
 
-    def _new_model(self, endpoint: ModelEndpoint) -> OpenAIChatModel:
-        key = NO_KEY
-        if endpoint.api_key_env is not None:
-            value = self.environ.get(endpoint.api_key_env)
-            if not value:
-                log.error("agent.model_key_missing", extra={"variable": endpoint.api_key_env})
-                raise MissingKey(endpoint.api_key_env)
-            key = value
+    def _key(self, endpoint: ModelEndpoint) -> str:
+        if endpoint.api_key_env is None:
+            return NO_KEY
+        value = self.environ.get(endpoint.api_key_env)
+        if not value:
+            log.error("agent.model_key_missing", extra={"variable": endpoint.api_key_env})
+            raise MissingKey(endpoint.api_key_env)
+        return value
+
+    def _new_model(self, endpoint: ModelEndpoint, key: str) -> OpenAIChatModel:
         client = AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=key,

@@ -17,6 +17,7 @@ from app.agents.llm.delegation.memory import MemorySubtasks
 from app.agents.llm.events import Subscriber
 from app.agents.llm.extension import TurnExtension
 from app.agents.llm.metrics import LlmMetrics
+from app.agents.llm.model_calls import ModelClients
 from app.agents.llm.plugins import PluginSet, build_plugins, installed_plugin_objects
 from app.agents.llm.session import MemorySessions, SessionStore
 from app.db.subtasks import SubtaskStore
@@ -32,6 +33,7 @@ class LlmRuntime:
     metrics: LlmMetrics | None = None
     subscribers: tuple[Subscriber, ...] = ()
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    model_clients: ModelClients = field(default_factory=ModelClients)
     subtasks: SubtaskStore = field(default_factory=MemorySubtasks)  # delegating agents' rounds
     extension: TurnExtension | None = None  # e.g. negotiation (app.agents.llm.extension)
 
