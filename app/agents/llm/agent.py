@@ -137,6 +137,7 @@ class _Turn:
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)
         except ModelUnavailable:
+            await self._saves_written()  # what the turn took in stays in the session
             await self.events.emit(TurnEnded(self.ctx.task_id, "failed"))
             return AgentFailure(self.runtime.failure_text)
         finally:
@@ -224,7 +225,7 @@ class _Turn:
             )
             return
         part = UserPromptPart(self.ctx.turn.for_model())
-        await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+        await self._save(f"user:{message_id}", ModelRequest(parts=[part]), behind=True)
 
     async def _steering(self, *, fresh: bool = True) -> list[dict[str, Any]]:
         """Plain user messages that joined the task while it runs and are not in the session
@@ -367,9 +368,10 @@ class _Turn:
     async def _save(
         self, suffix: str, message: ModelRequest | ModelResponse, *, behind: bool = False
     ) -> None:
-        """Append to the session. ``behind``: a tool result, whose write may run beside the
-        next model call (a result lost with a crash only means the tool runs again); every
-        other save first waits for those, so the stored order is the loop's."""
+        """Append to the session. ``behind``: a tool result or the turn's message, whose write
+        may run beside the next model call (lost with a crash, the tool runs again or the
+        retried turn takes its message again); every other save first waits for those, so
+        the stored order is the loop's."""
         entry = entry_of(self.prefix + suffix, message)
         self.entries.append(entry)
         self.loaded.append(history.Loaded(entry.id, message))
