@@ -144,6 +144,63 @@ async def _timed(url_a: str, intent: str, turns: int) -> float:
     return float(found)
 
 
+_PHASES = (
+    ("A: move saved -> B: accepted (token, HTTP, verification, accept)", "a_sent", "b_submitted"),
+    ("B: accepted -> B: worker started (wake-up, claim)", "b_submitted", "b_working"),
+    ("B: worker started -> B: reply written (negotiator call, saves)", "b_working", "b_replied"),
+    (
+        "B: reply written -> A: answer saved (blocking wait, read back, settle)",
+        "b_replied",
+        "a_received",
+    ),
+    ("A: answer saved -> A: next move saved (negotiator call, saves)", "a_received", "a_next"),
+)
+
+
+async def _phases(url_a: str, url_b: str, intent: str) -> dict[str, float]:
+    """Median milliseconds of each phase of a round trip, from the rows' database timestamps
+    (both databases on one server: one clock)."""
+    from sqlalchemy import text
+
+    async with Database(url_a).engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT t.way, extract(epoch FROM t.created_at), n.task_id FROM "
+                    "negotiation_turns t JOIN negotiations n ON n.id = t.negotiation_id "
+                    "WHERE n.intent = :intent ORDER BY t.seq"
+                ),
+                {"intent": intent},
+            )
+        ).all()
+    task_id = rows[0][2]
+    async with Database(url_b).engine.connect() as conn:
+        events = (
+            await conn.execute(
+                text(
+                    "SELECT status->>'state', extract(epoch FROM created_at) FROM task_events "
+                    "WHERE task_id = :task ORDER BY id"
+                ),
+                {"task": task_id},
+            )
+        ).all()
+    sent = [float(r[1]) for r in rows if r[0] == "sent"]
+    received = [float(r[1]) for r in rows if r[0] == "received"]
+    marks: dict[str, list[float]] = {
+        "a_sent": sent,
+        "a_received": received,
+        "a_next": sent[1:],
+        "b_submitted": [float(e[1]) for e in events if e[0] == "TASK_STATE_SUBMITTED"],
+        "b_working": [float(e[1]) for e in events if e[0] == "TASK_STATE_WORKING"],
+        "b_replied": [float(e[1]) for e in events if e[0] == "TASK_STATE_INPUT_REQUIRED"],
+    }
+    out = {}
+    for name, first, last in _PHASES:
+        pairs = list(zip(marks[first], marks[last], strict=False))
+        out[name] = statistics.median((b - a) * 1000 for a, b in pairs) if pairs else 0.0
+    return out
+
+
 async def run(url_a: str, url_b: str, turns: int, runs: int, log_dir: Path) -> dict[str, Any]:
     procs = []
     try:
@@ -177,6 +234,7 @@ async def run(url_a: str, url_b: str, turns: int, runs: int, log_dir: Path) -> d
                     await _negotiate(kit, edge_a, intent)
                     seconds.append(await _timed(url_a, intent, turns))
                 model = await _model_latency(model_url)
+                phases = await _phases(url_a, url_b, f"run-{runs // 2}")
     finally:
         for proc in procs:
             proc.stop()
@@ -194,6 +252,7 @@ async def run(url_a: str, url_b: str, turns: int, runs: int, log_dir: Path) -> d
         "model_call_ms": model * 1000,
         "edge_share": {"median": statistics.median(shares), "runs": shares},
         "load_average": os.getloadavg(),
+        "phases_ms": phases,
     }
 
 
@@ -224,6 +283,17 @@ def report(result: dict[str, Any]) -> str:
             f"| one fake model call, seen by a client (ms) | {result['model_call_ms']:.2f} | |",
             "",
             f"Load average at the end of the run: {load} (2-core VM shared with other work).",
+            "",
+            "Where a round trip goes (median milliseconds per phase of the second negotiation,",
+            "from the rows' database timestamps, which are transaction start times: a phase",
+            "includes the transaction that ends it). The blocking SendMessage is answered by a",
+            "wait that polls the task (first after 20 ms, the pause doubling up to 500 ms), so a",
+            "reply is seen up to one pause after it was written; the claim phase is the",
+            "worker's wake-up and claim on the other edge:",
+            "",
+            "| phase | ms |",
+            "|---|---|",
+            *(f"| {name} | {ms:.1f} |" for name, ms in result["phases_ms"].items()),
             "",
             "A round trip is: A's negotiator call, A's move saved, a signed token minted, the",
             "blocking SendMessage to B (B's accept, B's worker claiming the turn, B's negotiator",

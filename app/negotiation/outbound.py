@@ -85,6 +85,8 @@ class Pump:
             if negotiation.state == ENDED or negotiation.verdict is not None:
                 kind = BUDGET if _out_of_turns(negotiation) else SETTLED
                 return self._event(negotiation, kind)
+            # The card first: a counterparty that cannot be verified never hears a move.
+            card = await self._card_of(negotiation)
             turns = await self.store.turns(negotiation.tenant, negotiation.id)
             pending = turns[-1] if turns and turns[-1].way == "sent" else None
             if pending is None:
@@ -95,7 +97,7 @@ class Pump:
                     negotiation = await self._reread(negotiation)
                     continue
                 negotiation, pending = moved
-            changed = await self._round_trip(negotiation, pending)
+            changed = await self._round_trip(negotiation, pending, card)
             negotiation = changed if changed is not None else await self._reread(negotiation)
 
     async def _move(
@@ -142,17 +144,19 @@ class Pump:
         )
         return (saved, record) if saved is not None else None
 
-    async def _round_trip(
-        self, negotiation: Negotiation, pending: TurnRecord
-    ) -> Negotiation | None:
-        peer = self.counterparty(negotiation)
+    async def _card_of(self, negotiation: Negotiation) -> PeerCard:
         if self._card is None:
             self._card = await self.peers.card(
-                peer, our_tenant=self.ours.tenant, our_name=self.ours.name
+                self.counterparty(negotiation), our_tenant=self.ours.tenant, our_name=self.ours.name
             )
+        return self._card
+
+    async def _round_trip(
+        self, negotiation: Negotiation, pending: TurnRecord, card: PeerCard
+    ) -> Negotiation | None:
         task = await self.peers.send(
-            peer,
-            self._card,
+            self.counterparty(negotiation),
+            card,
             pending.message,
             our_tenant=self.ours.tenant,
             our_name=self.ours.name,
@@ -185,7 +189,7 @@ class Pump:
             last_offer=last_offer(theirs) or negotiation.last_offer,
             detail={
                 **negotiation.detail,
-                "peer": self._card.name if self._card else None,
+                "peer": card.name,
                 "last": theirs.to_data() if theirs is not None else None,
             },
         )

@@ -32,13 +32,24 @@ class Router(httpx.AsyncBaseTransport):
     def __init__(self, kit: GatewayKit) -> None:
         self.kit = httpx.MockTransport(kit.handle)
         self.apps: dict[str, httpx.ASGITransport] = {}
+        self.tamper_cards = False  # change a served card after it was signed
+        self.calls: list[str] = []  # "<origin> <method or path>" of every call between edges
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         origin = f"{request.url.scheme}://{request.url.host}:{request.url.port}"
         app = self.apps.get(origin)
-        if app is not None:
-            return await app.handle_async_request(request)
-        return await self.kit.handle_async_request(request)
+        if app is None:
+            return await self.kit.handle_async_request(request)
+        what = request.url.path
+        if request.method == "POST":
+            what = str(json.loads(request.content or b"{}").get("method"))
+        self.calls.append(f"{origin} {what}")
+        response = await app.handle_async_request(request)
+        if self.tamper_cards and request.url.path == "/.well-known/agent-card.json":
+            card = json.loads(await response.aread())
+            card["description"] = str(card.get("description")) + " (changed in transit)"
+            return httpx.Response(200, json=card)
+        return response
 
 
 def decision(
@@ -69,6 +80,7 @@ def accepting(message: str, *, with_terms: bool = False) -> Step:
 class Edges:
     a: EdgeHarness
     b: EdgeHarness
+    router: Router
 
 
 async def _edge(
@@ -93,7 +105,7 @@ async def two_edges(url_a: str, url_b: str) -> AsyncIterator[Edges]:
     for service in [*sa.background, *sb.background]:
         await service.start()
     try:
-        yield Edges(a, b)
+        yield Edges(a, b, router)
     finally:
         for service in [*reversed(sa.background), *reversed(sb.background)]:
             await service.stop()

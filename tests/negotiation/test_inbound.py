@@ -11,7 +11,7 @@ import pytest
 
 from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, edge_harness
-from app.testing.fake_model import FakeModelServer
+from app.testing.fake_model import FakeModelServer, text, tool_call
 from app.testing.gateway import GatewayKit
 from tests.negotiation.kit import FAST, decision, llm_config
 
@@ -118,3 +118,90 @@ async def test_the_card_names_every_action(edge: EdgeHarness, peer: GatewayKit) 
     plain = await edge.result("GetExtendedAgentCard", {}, tenant="plain")
     assert all(s["id"] != "negotiate" for s in plain["skills"])
     assert json.dumps(card)  # the signed card stays JSON
+
+
+async def test_an_inbound_ask_goes_to_the_peer_and_guidance_joins_the_next_reply(
+    edge: EdgeHarness, peer: GatewayKit, fake: FakeModelServer
+) -> None:
+    fake.script(decision("ask", "What pick-up day suits you?"))
+    first = await edge.result("SendMessage", _turn("p1"), tenant="shop", token=_token(edge, peer))
+    task = first["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["status"]["message"]["parts"][0]["data"]["action"] == "ask"
+    store = open_storage(edge.services.db).negotiations
+    [row] = await store.list_for("shop")
+    assert row.pending == "What pick-up day suits you?"
+    # The party answers through its own agent's loop: the guidance is recorded, nothing sent.
+    fake.script(
+        tool_call("answer", {"ids": [row.id], "guidance": "Never below $420."}, call_id="a1"),
+        text("Noted."),
+    )
+    done = await edge.result(
+        "SendMessage",
+        {"message": {"messageId": "g1", "role": "ROLE_USER", "parts": [{"text": "420 min"}]}},
+        tenant="shop",
+    )
+    assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    recorded = [m for m in fake.requests[-1].messages if m.get("role") == "tool"][-1]
+    assert "Recorded (1):" in recorded["content"]
+    [row] = await store.list_for("shop")
+    assert row.guidance == ("Never below $420.",) and row.pending is None
+    # Their next move is answered with the guidance in the negotiator's objective.
+    fake.script(decision("counter", "$420, Saturday.", {"amount": 420}))
+    nxt = _turn("p2")
+    nxt["message"]["taskId"] = task["id"]
+    nxt["message"].pop("metadata")
+    again = await edge.result("SendMessage", nxt, tenant="shop", token=_token(edge, peer))
+    assert again["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert "Never below $420." in fake.requests[-1].messages[0]["content"]
+
+
+async def test_only_peer_origins_may_be_dialled(edge: EdgeHarness, fake: FakeModelServer) -> None:
+    fake.script(
+        tool_call(
+            "negotiate",
+            {
+                "counterparty": {"url": "https://elsewhere.test", "tenant": "x"},
+                "intent": "buy",
+                "opening": "go",
+            },
+            call_id="n1",
+        ),
+        text("could not"),
+    )
+    done = await edge.result(
+        "SendMessage",
+        {"message": {"messageId": "g1", "role": "ROLE_USER", "parts": [{"text": "buy"}]}},
+        tenant="shop",
+    )
+    assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    result = [m for m in fake.requests[-1].messages if m.get("role") == "tool"][-1]
+    assert "is not a counterparty this edge may dial" in result["content"]
+    assert await open_storage(edge.services.db).negotiations.list_for("shop") == []
+    assert len(fake.requests) == 2  # no negotiator was asked
+
+
+async def test_on_settled_reaches_the_plugins(edge: EdgeHarness) -> None:
+    from app.agents.llm.plugins import build_plugins
+    from app.negotiation.decision import Decision
+    from app.negotiation.settlement import Settlement
+
+    seen: list[Any] = []
+
+    class Hooked:
+        key = "hooked"
+
+        def on_settled(self, negotiation: Any, settlement: Any) -> None:
+            seen.append((negotiation, settlement.outcome))
+
+    class Broken:
+        key = "broken"
+
+        async def on_settled(self, negotiation: Any, settlement: Any) -> None:
+            raise RuntimeError("boom")
+
+    service = edge.services.llm.extension  # type: ignore[union-attr]
+    service.plugins = build_plugins([Broken(), Hooked()], {})  # type: ignore[union-attr]
+    mine = Decision("accept", "ok")
+    await service.on_settled("n", Settlement("agreed", "terms", "r", mine, None))  # type: ignore[union-attr]
+    assert seen == [("n", "agreed")]

@@ -248,3 +248,23 @@ async def test_parked_on_a_question_and_resumed(pg_url: str, second_pg_url: str)
                 assert (row.verdict, row.basis, row.terms) == ("agreed", "reference", BIKE)
             # The guidance reached the negotiator's objective.
             assert "At most $460." in fake_a.requests[4].messages[0]["content"]
+
+
+async def test_a_card_changed_in_transit_is_refused_and_nothing_is_sent(
+    pg_url: str, second_pg_url: str
+) -> None:
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        fake_a.script(
+            _negotiate(),
+            decision("propose", "$400?", {"amount": 400}),
+            text("could not reach them"),
+        )
+        async with two_edges(pg_url, second_pg_url) as edges:
+            await _setup(edges, fake_a, fake_b)
+            edges.router.tamper_cards = True
+            await _ask(edges.a, "Buy Sam's bike.")
+            digest = _tool_result(fake_a)
+            assert "Failed (1):" in digest and "signature does not verify" in digest
+            assert not any("SendMessage" in call for call in edges.router.calls)
+            assert await _rows(edges.a, "buyer") == []  # a failed open leaves nothing
+            assert fake_b.requests == []
