@@ -32,6 +32,7 @@ from app.negotiation.inbound import InboundTurn
 from app.negotiation.negotiator import Negotiator
 from app.negotiation.outbound import Ours, Pump
 from app.negotiation.peers import PeerClient, PeerError
+from app.negotiation.record import record
 from app.negotiation.settlement import Settlement, state_word
 from app.security.token import PEER_PREFIX
 
@@ -117,6 +118,14 @@ class NegotiationService:
             on_settled=self.on_settled,
         )
         return await turn.run()
+
+    async def instructions(self, config: LlmConfig, ctx: TurnContext) -> str | None:
+        """The record for a gateway caller's turn: their own outbound negotiations and every
+        inbound one of the tenant (whose party they speak for)."""
+        if not config.negotiates or ctx.identity_key.startswith(PEER_PREFIX):
+            return None
+        rows = await self.store.list_for(ctx.tenant)
+        return record([r for r in rows if r.direction == INBOUND or r.identity == ctx.identity_key])
 
     # --- the tools --------------------------------------------------------------------------
 

@@ -118,6 +118,7 @@ class _Turn:
         self.looked = False  # whether the loop has looked for steering yet
         self.pushing: asyncio.Task[None] | None = None  # the progress write in flight
         self.saving: list[asyncio.Task[bool]] = []  # tool results being written
+        self.instructions: str | None = None  # the extension's part of the system prompt
 
     # --- the turn -------------------------------------------------------------------------
 
@@ -126,6 +127,8 @@ class _Turn:
             await self.events.emit(TurnEnded(self.ctx.task_id, "gated"))
             return AgentReply()
         await self._reload()
+        if self.runtime.extension is not None:
+            self.instructions = await self.runtime.extension.instructions(self.config, self.ctx)
         await self.events.emit(TurnStarted(self.ctx.task_id, resumed=bool(self._own())))
         try:
             async with asyncio.timeout(self.config.turn_timeout_seconds):
@@ -440,6 +443,8 @@ class _Turn:
 
     def _system_prompt(self) -> str:
         parts = [self.config.system_prompt, *self.runtime.plugins.capabilities()]
+        if self.instructions:
+            parts.append(self.instructions)
         today = time.strftime("%Y-%m-%d", time.gmtime(self.ctx.clock()))
         parts.append(f"Current date (UTC): {today}")
         return "\n\n".join(parts)

@@ -21,3 +21,7 @@ class TurnExtension(Protocol):
     async def take_turn(self, config: LlmConfig, ctx: TurnContext) -> AgentResult | None:
         """The turn's result when this extension answers it, else ``None`` (the loop runs)."""
         ...
+
+    async def instructions(self, config: LlmConfig, ctx: TurnContext) -> str | None:
+        """Text for the system prompt of this turn (read once per turn), or ``None``."""
+        ...
