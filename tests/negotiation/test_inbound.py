@@ -146,7 +146,7 @@ async def test_an_inbound_ask_goes_to_the_peer_and_guidance_joins_the_next_reply
     assert "Recorded (1):" in recorded["content"]
     # The loop was told, in its system prompt, which negotiation waits on the party.
     system = fake.requests[-2].messages[0]["content"]
-    assert f'{row.id} ({PEER}/buyer) — they contacted you; waiting on your guidance' in system
+    assert f"{row.id} ({PEER}/buyer) — they contacted you; waiting on your guidance" in system
     assert f"Waiting on your party right now: {row.id}." in system
     [row] = await store.list_for("shop")
     assert row.guidance == ("Never below $420.",) and row.pending is None
