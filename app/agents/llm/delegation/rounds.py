@@ -77,6 +77,7 @@ class DelegatingTurn:
         self.loaded: list[history.Loaded] = []
         self.begun = ctx.clock()
         self.pushes = asyncio.Lock()  # progress writes one at a time, in order
+        self.pushing: asyncio.Task[None] | None = None  # the subtasks' writes, chained
         self.recipe_tools: dict[str, dict[str, Tool]] = {}
 
     def _caller(self, config: LlmConfig) -> ModelCaller:
@@ -103,6 +104,8 @@ class DelegatingTurn:
             outcome = "stopped"
             raise
         finally:
+            if self.pushing is not None and not self.pushing.done():
+                self.pushing.cancel()
             for caller in self.callers:
                 await caller.aclose()
             await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
@@ -182,6 +185,7 @@ class DelegatingTurn:
                         group.create_task(self._branch(row))
             except* TurnStopped:
                 raise TurnStopped from None
+        await self._pushed()
         return await self.store.round(self.scope, round_no)
 
     async def _branch(self, row: Subtask) -> None:
@@ -194,7 +198,7 @@ class DelegatingTurn:
         if row.status == st.PENDING:
             if not await self.store.start(self.scope, row.ordinal, fp):
                 return
-            await self._push(
+            self._push_soon(
                 f"subtask-{row.ordinal}:start", f"subtask {row.ordinal} ({row.type}): running"
             )
         elif row.fingerprint != fp:
@@ -216,7 +220,7 @@ class DelegatingTurn:
             done = await self.store.fail(self.scope, row.ordinal, outcome.text)
         if done:
             status = st.COMPLETED if outcome.completed else st.FAILED
-            await self._push(
+            self._push_soon(
                 f"subtask-{row.ordinal}:end", f"subtask {row.ordinal} ({row.type}): {status}"
             )
 
@@ -310,6 +314,24 @@ class DelegatingTurn:
         async with self.pushes:
             self._stop_if_cancelled()
             await self.ctx.progress(step_key, text)
+
+    def _push_soon(self, step_key: str, text: str) -> None:
+        """A subtask's progress write, behind the ones before it, without holding the
+        subagent up: the round waits for them all (``_pushed``); a refused one (canceled)
+        stops the later ones and raises ``TurnStopped`` there."""
+        before = self.pushing
+
+        async def write() -> None:
+            if before is not None:
+                await before
+            await self._push(step_key, text)
+
+        self.pushing = asyncio.create_task(write())
+
+    async def _pushed(self) -> None:
+        pushing, self.pushing = self.pushing, None
+        if pushing is not None:
+            await pushing
 
     def _stop_if_cancelled(self) -> None:
         if self.ctx.cancelled.is_set():

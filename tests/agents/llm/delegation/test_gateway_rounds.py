@@ -58,7 +58,7 @@ async def test_three_subtasks_then_the_reply_reach_the_gateway_once(db_url: str)
     with FakeModelServer() as fake:
         fake.script(
             delegate("a", "b", "c"),
-            *[text("result", delay=0.3)] * 3,
+            *[text("result", delay=1.0)] * 3,
             final("The answer."),
         )
         async with push_receiver() as rx, _edge(db_url, kit, rx.base_url, db) as edge:
@@ -79,7 +79,8 @@ async def test_three_subtasks_then_the_reply_reach_the_gateway_once(db_url: str)
         for end in ("start", "end"):
             assert delivered.count(f"{task_id}:subtask-{n}:{end}") == 1
     subagents = fake.requests[1:4]
-    assert max(r.at for r in subagents) - min(r.at for r in subagents) < 0.25
+    # Concurrent: each arrived before the first was answered (a second later).
+    assert max(r.at for r in subagents) - min(r.at for r in subagents) < 0.9
 
 
 async def test_cancel_while_subagents_run(db_url: str) -> None:

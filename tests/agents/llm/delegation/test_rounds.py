@@ -39,9 +39,9 @@ class _Plugin:
 async def test_three_subtasks_at_once_then_the_reply(fake: FakeModelServer) -> None:
     fake.script(
         delegate("a", "b", "c"),
-        text("result", delay=0.4),
-        text("result", delay=0.4),
-        text("result", delay=0.4),
+        text("result", delay=1.0),
+        text("result", delay=1.0),
+        text("result", delay=1.0),
         final("All three done"),
     )
     progress = Recorder()
@@ -52,7 +52,7 @@ async def test_three_subtasks_at_once_then_the_reply(fake: FakeModelServer) -> N
     assert len(fake.requests) == 5
     subagents = fake.requests[1:4]
     # Concurrent: every subagent's request arrived before the first one was answered.
-    assert max(r.at for r in subagents) - min(r.at for r in subagents) < 0.3
+    assert max(r.at for r in subagents) - min(r.at for r in subagents) < 0.9
     for request in subagents:
         assert request.tool_names == ["lookup"]  # the recipe's tool; "nope" was dropped
         system, user = request.messages[0], request.messages[1]
