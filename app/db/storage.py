@@ -26,6 +26,7 @@ from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
 from app.db.postgres.sessions import PostgresSessions
+from app.db.postgres.subtasks import PostgresSubtasks
 from app.db.postgres.task_reads import PostgresTaskReads
 from app.db.postgres.turn_writes import PostgresTurnWrites
 from app.db.push_configs import PushConfigStore
@@ -140,7 +141,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, pg_insert),
-        subtasks=SharedSubtasks(db, pg_insert),
+        subtasks=PostgresSubtasks(pool, SharedSubtasks(db, pg_insert)),
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),
         overview=SharedOverview(db),

@@ -5,7 +5,8 @@ Ordinals count across a task's rounds from 1 (a subtask's id is its ordinal). Tr
 guarded writes that apply only from the states named: pending -> running -> completed | failed
 | canceled, pending -> failed | skipped | canceled. Creating a round's subtasks is idempotent on
 (task, round): a second call returns the rows the first one wrote. ``SubtaskStore`` is the
-role; ``app.db.shared.subtasks`` plays it on both backends, chosen in ``app.db.storage``.
+role; ``app.db.shared.subtasks`` plays it on SQLite, ``app.db.postgres.subtasks`` on
+PostgreSQL (one statement per transition), chosen in ``app.db.storage``.
 """
 
 from __future__ import annotations

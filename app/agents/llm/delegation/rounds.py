@@ -94,7 +94,8 @@ class DelegatingTurn:
 
     async def run(self) -> AgentResult:
         await self._reload()
-        await self.events.emit(TurnStarted(self.ctx.task_id, resumed=bool(self.entries)))
+        resumed = any(key.startswith(self.prefix) for key in self.entries)
+        await self.events.emit(TurnStarted(self.ctx.task_id, resumed=resumed))
         outcome = "failed"
         try:
             result = await self._rounds()

@@ -97,13 +97,13 @@ async def test_cancel_while_subagents_run(db_url: str) -> None:
             canceled = await edge.result("CancelTask", {"id": task_id})
             assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
             rows = await _statuses(db, task_id)
-            seen = len(rx.requests)
             await asyncio.sleep(2.5)  # the subagents' answers arrive and are dropped
             rows_after = await _statuses(db, task_id)
-            after = rx.requests[seen:]
+            pushed = [p.message_id or "" for p in rx.requests]
     await db.dispose()
     assert rows == rows_after == [st.CANCELED, st.CANCELED]
-    assert after == []
+    # Nothing written after the cancel was pushed (a push queued before it may still land).
+    assert [m for m in pushed if m.endswith((":end", ":final")) or "round-2" in m] == []
     assert len(fake.requests) == 3  # no round 2
 
 
