@@ -1,8 +1,9 @@
 """The subtasks store in SQLAlchemy, for both backends (``app.db.subtasks.SubtaskStore``).
 
 Every transition is one guarded ``UPDATE … WHERE status IN (…)``; creating a round inserts
-with ``ON CONFLICT DO NOTHING`` on (task, ordinal) and reads the round back, so two workers
-racing on one round end with the rows of whichever wrote first.
+with ``ON CONFLICT DO NOTHING`` on (task, ordinal), the ordinals going on from the earlier
+rounds', and reads the round back, so two workers racing on one round end with the rows of
+whichever wrote first.
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ class SharedSubtasks:
         if existing or not subtasks:
             return existing
         async with self._db.transaction() as session:
-            top = select(func.max(SubtaskRow.ordinal)).where(*self._of(scope))
+            # Ordinals go on from the earlier rounds' (settled before this one is created), so
+            # two creators of one round write the same ordinals and the second writes nothing.
+            top = select(func.max(SubtaskRow.ordinal)).where(
+                *self._of(scope), SubtaskRow.round < round_no
+            )
             first = int((await session.execute(top)).scalar() or 0) + 1
             values = [
                 {

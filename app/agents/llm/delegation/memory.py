@@ -28,7 +28,7 @@ class MemorySubtasks:
         if existing:
             return existing
         rows = self.rows.setdefault(scope, [])
-        first = max((s.ordinal for s in rows), default=0) + 1
+        first = max((s.ordinal for s in rows if s.round < round_no), default=0) + 1
         for index, sub in enumerate(subtasks):
             rows.append(
                 Subtask(
