@@ -12,9 +12,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.admin.ops_routes import ops_router
+from app.admin import ops_routes, tenant_routes
+from app.admin.context import AdminContext
 from app.admin.problems import EXCEPTION_HANDLERS
-from app.admin.tenant_routes import tenant_router
 from app.admin.tokens import AdminTokens
 from app.services import EdgeServices
 from app.tenants.service import TenantService
@@ -50,8 +50,12 @@ def create_admin_app(services: EdgeServices, *, owns_services: bool = False) -> 
         exception_handlers=EXCEPTION_HANDLERS,
         redirect_slashes=False,
     )
-    tokens = AdminTokens(services.db.storage.admin_tokens)
-    app.include_router(tenant_router(TenantService(services.tenant_store), tokens, services.cards))
-    app.include_router(ops_router(services.db, tokens))
-    app.state.services = services
+    app.state.admin = AdminContext(
+        tenants=TenantService(services.tenant_store),
+        tokens=AdminTokens(services.db.storage.admin_tokens),
+        cards=services.cards,
+        db=services.db,
+    )
+    app.include_router(tenant_routes.router)
+    app.include_router(ops_routes.router)
     return app

@@ -4,12 +4,14 @@ exist (RFC 6750 §3: ``WWW-Authenticate: Bearer``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from typing import Any
 
+from fastapi import Depends
 from starlette.requests import Request
 
+from app.admin.context import admin_context
 from app.admin.problems import Problem
-from app.admin.tokens import AdminTokenRecord, AdminTokens
+from app.admin.tokens import AdminTokenRecord
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="looping-edge-admin"'}
 
@@ -33,15 +35,13 @@ def bearer(request: Request) -> str | None:
     return token.strip()
 
 
-AdminCaller = Callable[[Request], Awaitable[AdminTokenRecord]]
-
-
-def require(tokens: AdminTokens, scope: str | None) -> AdminCaller:
-    """A dependency giving the caller's token record; ``scope``: the one the route needs
-    (``None``: any valid token)."""
+def require(scope: str | None) -> Any:
+    """A dependency giving the caller's token record (``caller: AdminTokenRecord =
+    require(...)``); ``scope``: the one the route needs (``None``: any valid token)."""
 
     async def caller(request: Request) -> AdminTokenRecord:
         token = bearer(request)
+        tokens = admin_context(request).tokens
         record = None if token is None else await tokens.authenticate(token)
         if record is None:
             raise _unauthorized()
@@ -49,4 +49,4 @@ def require(tokens: AdminTokens, scope: str | None) -> AdminCaller:
             raise Problem(403, f"this needs the scope {scope}", reason="forbidden")
         return record
 
-    return caller
+    return Depends(caller)

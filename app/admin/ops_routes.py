@@ -12,10 +12,10 @@ from starlette.requests import Request
 
 from app.admin.auth import require
 from app.admin.bodies import json_body, openapi_body
+from app.admin.context import AdminContext, admin_context
 from app.admin.problems import Problem
 from app.admin.schemas import ReplayRequest
-from app.admin.tokens import PUSH_READ, PUSH_WRITE, AdminTokenRecord, AdminTokens
-from app.db.engine import Database
+from app.admin.tokens import PUSH_READ, PUSH_WRITE, AdminTokenRecord
 from app.ops.health import health_summary
 from app.push.dead_letters import DeadLetterFilter, ReplayReport, list_dead, replay
 
@@ -33,60 +33,64 @@ def _report(report: ReplayReport) -> dict[str, list[int]]:
     }
 
 
-def ops_router(db: Database, tokens: AdminTokens) -> APIRouter:
-    router = APIRouter(prefix="/v1")
-    reader = Depends(require(tokens, PUSH_READ))
-    writer = Depends(require(tokens, PUSH_WRITE))
-    anyone = Depends(require(tokens, None))
+router = APIRouter(prefix="/v1")
+_CONTEXT = Depends(admin_context)
 
-    @router.get("/push/dead-letters", tags=["push"], summary="dead-lettered pushes (paged)")
-    async def dead_letters(
-        caller: AdminTokenRecord = reader,
-        tenant: Annotated[str | None, Query(max_length=63)] = None,
-        task: Annotated[str | None, Query(max_length=64)] = None,
-        kind: Annotated[str | None, Query(max_length=16)] = None,
-        after: Annotated[int | None, Query(ge=0, le=_MAX_ID)] = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    ) -> dict[str, Any]:
-        filters = DeadLetterFilter(task_id=task, kind=kind, after_id=after)
-        letters = await list_dead(db, tenant=tenant, limit=limit + 1, filters=filters)
-        page = letters[:limit]
-        more = len(letters) > limit
-        return {"items": [d.as_json() for d in page], "next": page[-1].id if more else None}
 
-    @router.post(
-        "/push/dead-letters/{letter_id}/replay", tags=["push"], summary="re-queue one dead letter"
+@router.get("/push/dead-letters", tags=["push"], summary="dead-lettered pushes (paged)")
+async def dead_letters(
+    caller: AdminTokenRecord = require(PUSH_READ),
+    admin: AdminContext = _CONTEXT,
+    tenant: Annotated[str | None, Query(max_length=63)] = None,
+    task: Annotated[str | None, Query(max_length=64)] = None,
+    kind: Annotated[str | None, Query(max_length=16)] = None,
+    after: Annotated[int | None, Query(ge=0, le=_MAX_ID)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+) -> dict[str, Any]:
+    filters = DeadLetterFilter(task_id=task, kind=kind, after_id=after)
+    letters = await list_dead(admin.db, tenant=tenant, limit=limit + 1, filters=filters)
+    page = letters[:limit]
+    more = len(letters) > limit
+    return {"items": [d.as_json() for d in page], "next": page[-1].id if more else None}
+
+
+@router.post(
+    "/push/dead-letters/{letter_id}/replay", tags=["push"], summary="re-queue one dead letter"
+)
+async def replay_one(
+    letter_id: int, caller: AdminTokenRecord = require(PUSH_WRITE), admin: AdminContext = _CONTEXT
+) -> dict[str, list[int]]:
+    if not 1 <= letter_id <= _MAX_ID:
+        raise Problem(404, "no such dead letter", reason="no_dead_letter")
+    report = await replay(admin.db, ids=[letter_id])
+    if report.not_dead:
+        raise Problem(404, "no such dead letter", reason="no_dead_letter")
+    log.info("admin write", extra={"admin_token": caller.name, "action": "push.replay"})
+    return _report(report)
+
+
+@router.post(
+    "/push/dead-letters/replay",
+    tags=["push"],
+    summary="re-queue dead letters: by ids, or all (of a tenant)",
+    openapi_extra=openapi_body(ReplayRequest),
+)
+async def replay_many(
+    request: Request, caller: AdminTokenRecord = require(PUSH_WRITE), admin: AdminContext = _CONTEXT
+) -> dict[str, list[int]]:
+    body = await json_body(request, ReplayRequest)
+    if body.all == bool(body.ids):
+        raise Problem(400, "give ids or all (not both)", reason="invalid_body")
+    report = await replay(admin.db, ids=None if body.all else list(body.ids), tenant=body.tenant)
+    log.info(
+        "admin write",
+        extra={"admin_token": caller.name, "action": "push.replay", "tenant": body.tenant},
     )
-    async def replay_one(letter_id: int, caller: AdminTokenRecord = writer) -> dict[str, list[int]]:
-        if not 1 <= letter_id <= _MAX_ID:
-            raise Problem(404, "no such dead letter", reason="no_dead_letter")
-        report = await replay(db, ids=[letter_id])
-        if report.not_dead:
-            raise Problem(404, "no such dead letter", reason="no_dead_letter")
-        log.info("admin write", extra={"admin_token": caller.name, "action": "push.replay"})
-        return _report(report)
+    return _report(report)
 
-    @router.post(
-        "/push/dead-letters/replay",
-        tags=["push"],
-        summary="re-queue dead letters: by ids, or all (of a tenant)",
-        openapi_extra=openapi_body(ReplayRequest),
-    )
-    async def replay_many(
-        request: Request, caller: AdminTokenRecord = writer
-    ) -> dict[str, list[int]]:
-        body = await json_body(request, ReplayRequest)
-        if body.all == bool(body.ids):
-            raise Problem(400, "give ids or all (not both)", reason="invalid_body")
-        report = await replay(db, ids=None if body.all else list(body.ids), tenant=body.tenant)
-        log.info(
-            "admin write",
-            extra={"admin_token": caller.name, "action": "push.replay", "tenant": body.tenant},
-        )
-        return _report(report)
 
-    @router.get("/health", tags=["health"], summary="tenants, unfinished turns, push outbox")
-    async def health(caller: AdminTokenRecord = anyone) -> dict[str, Any]:
-        return await health_summary(db.storage)
-
-    return router
+@router.get("/health", tags=["health"], summary="tenants, unfinished turns, push outbox")
+async def health(
+    caller: AdminTokenRecord = require(None), admin: AdminContext = _CONTEXT
+) -> dict[str, Any]:
+    return await health_summary(admin.db.storage)
