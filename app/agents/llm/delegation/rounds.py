@@ -43,7 +43,7 @@ from app.agents.llm.delegation.ladder import Ladder
 from app.agents.llm.delegation.prompt import system_prompt
 from app.agents.llm.delegation.subagent import Subagent
 from app.agents.llm.events import EventBus, TurnEnded, TurnStarted
-from app.agents.llm.model_calls import ModelCaller
+from app.agents.llm.model_calls import ModelCaller, ModelUnavailable
 from app.agents.llm.runtime import LlmRuntime
 from app.agents.llm.session import SessionEntry, Transcript, entry_of, message_of
 from app.agents.llm.tools import Tool, ToolContext
@@ -165,6 +165,7 @@ class DelegatingTurn:
         return call, rows
 
     async def _decide(self, round_no: int) -> control.Decision | None:
+        await self._compact()
         elapsed = self.ctx.clock() - self._started()
         final = (
             round_no >= self.delegation.max_rounds or elapsed >= self.delegation.max_wall_seconds
@@ -286,6 +287,27 @@ class DelegatingTurn:
         entries = await self.transcript.entries()
         self.entries = {e.id: e for e in entries}
         self.loaded = history.load(entries)
+
+    async def _compact(self) -> None:
+        """The caller's session within ``session_max_tokens``, as the plain loop keeps it
+        (``compaction``): older tasks summarised into one entry, never this task's own."""
+        entries = list(self.entries.values())
+        gone = compaction.displaced(
+            entries, self.prefix.rstrip(":"), self.config.session_max_tokens
+        )
+        if not gone:
+            return
+        messages = [message_of(e) for e in gone]
+        summary = None
+        try:
+            response = await self.pair.request(compaction.summary_request(messages), None)
+            text = compaction.response_text(response)
+            if text:
+                summary = compaction.summary_entry(text, int(self.ctx.clock() * 1000))
+        except ModelUnavailable:
+            log.warning("agent.compaction_dropped", extra={"task_id": self.ctx.task_id})
+        await self.transcript.replace([e.id for e in gone], summary)
+        await self._reload()
 
     def _entry(self, suffix: str) -> SessionEntry | None:
         return self.entries.get(self.prefix + suffix)

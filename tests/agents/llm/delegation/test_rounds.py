@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
+from pydantic_ai.messages import ModelRequest, UserPromptPart
+
 from app.agents.contract import AgentFailure, AgentReply
 from app.agents.llm.agent import LlmAgent
 from app.agents.llm.delegation.memory import MemorySubtasks
 from app.agents.llm.plugins import build_plugins
-from app.agents.llm.session import MemorySessions
+from app.agents.llm.session import MemorySessions, entry_of
 from app.db import subtasks as st
 from app.db.subtasks import SubtaskScope
 from app.testing.fake_model import FakeModelServer, text, tool_call
@@ -172,3 +174,20 @@ async def test_a_retried_turn_runs_nothing_twice(fake: FakeModelServer) -> None:
         "task:t-1:round:1:results",
         "task:t-1:reply:final",
     ]
+
+
+async def test_the_session_is_compacted_before_a_round(fake: FakeModelServer) -> None:
+    sessions = MemorySessions()
+    transcript = sessions.transcript("demo", "user-1")
+    for n in range(6):
+        request = ModelRequest(parts=[UserPromptPart("older question " + "x" * 1000)])
+        await transcript.append(entry_of(f"task:old-{n}:user:m", request))
+    fake.script(text("they asked six old questions"), final("ok"))
+    doc = {**config(fake), "session_max_tokens": 1000}
+    rt = runtime(sessions=sessions)
+    assert await LlmAgent.from_config(doc, rt).run(turn("q")) == AgentReply(text="ok")
+    assert fake.requests[0].tool_names == []  # the summary call
+    assert "Summary of the earlier conversation" in json.dumps(fake.requests[1].messages)
+    ids = [e.id for e in transcript.items]
+    assert ids[0].startswith("summary:")
+    assert sum(i.startswith("task:old-") for i in ids) < 6  # the oldest tasks went
