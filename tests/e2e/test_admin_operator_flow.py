@@ -129,3 +129,52 @@ async def test_an_operator_registers_a_tenant_over_the_admin_listener(
             ["viewer", "active"],
         ]
         assert writer not in edge.logs() and "deployer" in edge.logs()
+
+
+def _admin_children(parent: int) -> list[int]:
+    """The ``looping-edge admin`` processes whose parent is ``parent``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and b"app.cli.main" in argv and b"admin" in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.postgres
+async def test_serve_with_several_workers_opens_the_admin_listener_once(
+    pg_url: str, tmp_path: Path
+) -> None:
+    kit = GatewayKit()
+    port, admin_port = free_port(), free_port()
+    base, admin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin_port}"
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(serve_jwks(kit))
+        env = edge_env(
+            pg_url,
+            port=port,
+            signing_jwk=generate_private_jwk("e2e-edge"),
+            origins=[kit.origin],
+            admin_listen=f"127.0.0.1:{admin_port}",
+        )
+        argv = ["serve", "--port", str(port), "--workers", "2", "--no-worker", "--no-push"]
+        edge = stack.enter_context(process("serve", argv, env, tmp_path))
+        await wait_ready(base, edge, within=60)
+        client = await stack.enter_async_context(httpx.AsyncClient(trust_env=False, timeout=30))
+        await _admin_up(client, admin, edge)
+        token = await _token(env, "ops", "tenants:read")
+        listed = await client.get(
+            admin + "/v1/tenants", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert listed.status_code == 200 and listed.json() == {"items": [], "next": None}
+        assert len(_admin_children(edge.proc.pid)) == 1
+        edge.proc.terminate()
+        assert edge.proc.wait(timeout=30) == 0
+        with pytest.raises(httpx.ConnectError):  # the admin process ended with serve
+            await client.get(admin + "/openapi.json")
