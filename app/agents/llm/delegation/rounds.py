@@ -44,6 +44,7 @@ from app.agents.llm.delegation.prompt import system_prompt
 from app.agents.llm.delegation.subagent import Subagent
 from app.agents.llm.events import EventBus, TurnEnded, TurnStarted
 from app.agents.llm.model_calls import ModelCaller, ModelUnavailable
+from app.agents.llm.plugins import maybe_await
 from app.agents.llm.runtime import LlmRuntime
 from app.agents.llm.session import SessionEntry, Transcript, entry_of, message_of
 from app.agents.llm.tools import Tool, ToolContext
@@ -93,6 +94,9 @@ class DelegatingTurn:
         return caller
 
     async def run(self) -> AgentResult:
+        if not await self._gates_pass():
+            await self.events.emit(TurnEnded(self.ctx.task_id, "gated"))
+            return AgentReply()
         await self._reload()
         resumed = any(key.startswith(self.prefix) for key in self.entries)
         await self.events.emit(TurnStarted(self.ctx.task_id, resumed=resumed))
@@ -337,6 +341,19 @@ class DelegatingTurn:
         async with self.pushes:
             self._stop_if_cancelled()
             await self.ctx.progress(step_key, text)
+
+    async def _gates_pass(self) -> bool:
+        """The plugins' ``should_handle_turn`` gates, AND-ed; one that raises counts as yes."""
+        for plugin, gate in self.runtime.plugins.hooks("should_handle_turn"):
+            try:
+                if await maybe_await(gate(self.ctx)) is False:
+                    return False
+            except Exception as exc:
+                log.warning(
+                    "agent.plugin_gate_failed",
+                    extra={"plugin": plugin.key, "outcome": type(exc).__name__},
+                )
+        return True
 
     def _push_soon(self, step_key: str, text: str) -> None:
         """A subtask's progress write, behind the ones before it, without holding the

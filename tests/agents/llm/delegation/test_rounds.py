@@ -191,3 +191,16 @@ async def test_the_session_is_compacted_before_a_round(fake: FakeModelServer) ->
     ids = [e.id for e in transcript.items]
     assert ids[0].startswith("summary:")
     assert sum(i.startswith("task:old-") for i in ids) < 6  # the oldest tasks went
+
+
+class _Gate:
+    key = "gate"
+
+    def should_handle_turn(self, ctx: object) -> bool:
+        return False
+
+
+async def test_a_plugin_gate_declines_the_turn(fake: FakeModelServer) -> None:
+    rt = runtime(plugins=build_plugins([_Gate()], {}))
+    assert await LlmAgent.from_config(config(fake), rt).run(turn("q")) == AgentReply()
+    assert fake.requests == []
