@@ -145,7 +145,7 @@ def _negotiation(
 
     return NegotiationService(
         open_storage(db).negotiations,
-        PeerClient(settings, key, jwks, client),
+        PeerClient(settings, key, jwks, client, open_storage(db).peer_pins),
         environ=llm.environ,
         http=llm.http_client,
         plugins=llm.plugins,

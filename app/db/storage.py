@@ -22,6 +22,7 @@ from app.db.engine import Database
 from app.db.mailbox import MailboxStore
 from app.db.negotiations import NegotiationStore
 from app.db.overview import OverviewStore
+from app.db.peer_pins import PeerPinStore
 from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
@@ -37,6 +38,7 @@ from app.db.shared.admin_tokens import SharedAdminTokens
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.overview import SharedOverview
+from app.db.shared.peer_pins import SharedPeerPins
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
@@ -79,6 +81,7 @@ class Storage:
     sessions: SessionStore
     task_events: TaskEventStore
     negotiations: NegotiationStore
+    peer_pins: PeerPinStore
     subtasks: SubtaskStore
     admin_tokens: AdminTokenStore
     overview: OverviewStore
@@ -111,6 +114,7 @@ def _sqlite(db: Database) -> Storage:
         sessions=SharedSessions(db, sqlite_insert),
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, sqlite_insert),
+        peer_pins=SharedPeerPins(db, sqlite_insert),
         subtasks=SharedSubtasks(db, sqlite_insert),
         admin_tokens=SharedAdminTokens(db),
         overview=SharedOverview(db),
@@ -141,6 +145,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         # Stream reads are few and small (one per wake-up per stream): the ORM path suffices.
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, pg_insert),
+        peer_pins=SharedPeerPins(db, pg_insert),
         subtasks=PostgresSubtasks(pool, SharedSubtasks(db, pg_insert)),
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),

@@ -1,6 +1,7 @@
 """Dialling a counterparty's edge (issue 51, outbound): only origins in ``PEER_ORIGINS``;
 its signed card fetched and verified, its signing identity pinned on first use the way the
-gateway pins an edge (CONTRACT §4: a different ``jku``/``kid`` later is refused); a caller
+gateway pins an edge (CONTRACT §4: a different ``jku``/``kid`` later is refused; the pin is
+in the database, ``app.db.peer_pins``, shared by the edge's processes); a caller
 token minted with our key per request (``iss`` our origin, ``jku`` our JWKS, ``aud`` its
 endpoint, the tenant claim its tenant, the identity claim ``{"key": our tenant, "name": our
 card's name}``); a blocking A2A 1.0 ``SendMessage``, then ``GetTask`` while the task is still
@@ -24,6 +25,7 @@ import httpx
 from cryptography.exceptions import InvalidSignature
 
 from app.cards.canonical import CardFormatError, canonical_payload
+from app.db.peer_pins import PeerPinStore
 from app.errors import EdgeError
 from app.origins import OriginError
 from app.security.jwks import JwksFetcher
@@ -77,6 +79,7 @@ class PeerClient:
         key: SigningKey,
         jwks: JwksFetcher,
         http: httpx.AsyncClient,
+        pins: PeerPinStore,
         *,
         sleep: Callable[[float], Any] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -88,7 +91,7 @@ class PeerClient:
         self._http = http
         self._sleep = sleep
         self._clock = clock
-        self._pins: dict[str, tuple[str, str]] = {}  # origin -> (jku, kid), first use
+        self._pins = pins
 
     def counterparty(self, url: str, tenant: str) -> Counterparty:
         """Only an origin in ``PEER_ORIGINS`` may be dialled (nothing else is reachable)."""
@@ -161,7 +164,8 @@ class PeerClient:
             raise PeerError("the counterparty's card names a jku off its origin") from None
         if parsed.origin != peer.origin:
             raise PeerError("the counterparty's card names a jku off its origin")
-        pinned = self._pins.get(peer.origin)
+        # A changed pin is refused before anything is fetched from the (new) jku.
+        pinned = await self._pins.pinned(peer.origin)
         if pinned is not None and pinned != (jku, kid):
             raise PeerError("the counterparty's signing key differs from the one pinned")
         try:
@@ -177,7 +181,9 @@ class PeerClient:
             key.verify(raw_signature, signing_input)
         except InvalidSignature:
             raise PeerError("the counterparty's card signature does not verify") from None
-        self._pins.setdefault(peer.origin, (jku, kid))  # pinned once verified, never before
+        # Pinned once verified, never before; a racing first use that pinned another pair wins.
+        if await self._pins.pin(peer.origin, jku, kid) != (jku, kid):
+            raise PeerError("the counterparty's signing key differs from the one pinned")
 
     def _endpoint(self, peer: Counterparty, card: Mapping[str, Any]) -> str:
         for interface in card.get("supportedInterfaces") or ():

@@ -107,3 +107,16 @@ async def test_reads_stay_in_the_tenant_and_a_failed_open_leaves_nothing(
     lone = (await store.claim(_new("c2", intent="other"))).negotiation
     assert await store.drop("acme", lone.id) is True
     assert [n.id for n in await store.list_for("acme")] == [made.id]
+
+
+async def test_a_peer_pin_is_the_first_one_and_racing_first_uses_agree(
+    database: Database,
+) -> None:
+    pins = open_storage(database).peer_pins
+    assert await pins.pinned("https://b.example") is None
+    results = await asyncio.gather(
+        *(pins.pin("https://b.example", f"https://b.example/jwks-{i}", "k") for i in range(4))
+    )
+    assert len(set(results)) == 1
+    assert await pins.pinned("https://b.example") == results[0]
+    assert await pins.pin("https://b.example", "https://b.example/other", "k2") == results[0]

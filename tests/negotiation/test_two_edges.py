@@ -268,3 +268,17 @@ async def test_a_card_changed_in_transit_is_refused_and_nothing_is_sent(
             assert not any("SendMessage" in call for call in edges.router.calls)
             assert await _rows(edges.a, "buyer") == []  # a failed open leaves nothing
             assert fake_b.requests == []
+
+
+async def test_a_counterparty_whose_key_changed_is_refused(pg_url: str, second_pg_url: str) -> None:
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        fake_a.script(_negotiate(), text("could not"))
+        async with two_edges(pg_url, second_pg_url) as edges:
+            await _setup(edges, fake_a, fake_b)
+            pins = open_storage(edges.a.services.db).peer_pins
+            await pins.pin(ORIGIN_B, ORIGIN_B + "/.well-known/jwks.json", "an-older-key")
+            await _ask(edges.a, "Buy Sam's bike.")
+            digest = _tool_result(fake_a)
+            assert "Failed (1):" in digest and "differs from the one pinned" in digest
+            assert not any("SendMessage" in call for call in edges.router.calls)
+            assert len(fake_a.requests) == 2  # no negotiator was asked

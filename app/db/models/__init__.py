@@ -2,7 +2,7 @@
 
 from app.db.models.admin_tokens import AdminTokenRow
 from app.db.models.base import Base
-from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow
+from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow, PeerPinRow
 from app.db.models.push import PushConfigRow, PushOutboxRow
 from app.db.models.session_entries import SessionEntryRow
 from app.db.models.subtasks import SubtaskRow
@@ -16,6 +16,7 @@ __all__ = [
     "Base",
     "NegotiationRow",
     "NegotiationTurnRow",
+    "PeerPinRow",
     "PushConfigRow",
     "PushOutboxRow",
     "SessionEntryRow",

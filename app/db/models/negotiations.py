@@ -79,3 +79,16 @@ class NegotiationTurnRow(Base):
     created_at: Mapped[datetime] = mapped_column(
         Timestamp, nullable=False, server_default=func.now()
     )
+
+
+class PeerPinRow(Base):
+    """The signing identity a counterparty edge's card was first verified with."""
+
+    __tablename__ = "peer_pins"
+
+    origin: Mapped[str] = mapped_column(Text, primary_key=True)
+    jku: Mapped[str] = mapped_column(Text, nullable=False)
+    kid: Mapped[str] = mapped_column(Text, nullable=False)
+    pinned_at: Mapped[datetime] = mapped_column(
+        Timestamp, nullable=False, server_default=func.now()
+    )
