@@ -7,12 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import Request
 
 from app.admin.context import admin_context
 from app.admin.problems import Problem
 from app.admin.tokens import AdminTokenRecord
 
+# Declares the bearer scheme in the OpenAPI document (the docs page's "Authorize"); the header
+# is read and checked below, not by it.
+_SCHEME = Depends(HTTPBearer(auto_error=False, description="an admin token"))
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="looping-edge-admin"'}
 
 
@@ -39,7 +43,9 @@ def require(scope: str | None) -> Any:
     """A dependency giving the caller's token record (``caller: AdminTokenRecord =
     require(...)``); ``scope``: the one the route needs (``None``: any valid token)."""
 
-    async def caller(request: Request) -> AdminTokenRecord:
+    async def caller(
+        request: Request, _: HTTPAuthorizationCredentials | None = _SCHEME
+    ) -> AdminTokenRecord:
         token = bearer(request)
         tokens = admin_context(request).tokens
         record = None if token is None else await tokens.authenticate(token)

@@ -102,5 +102,7 @@ async def test_the_openapi_document_and_docs_need_no_token(admin: AdminRig) -> N
     assert {"/v1/tenants", "/v1/tenants/{tenant_id}", "/v1/health"} <= set(paths)
     create = paths["/v1/tenants"]["post"]["requestBody"]["content"]["application/json"]
     assert "manifest" in create["schema"]["properties"]
+    schemes = spec.json()["components"]["securitySchemes"].values()
+    assert [s["scheme"] for s in schemes] == ["bearer"]
     docs = await admin.client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
