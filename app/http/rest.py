@@ -137,6 +137,11 @@ class RestEndpoint:
     ) -> dict[str, Any]:
         """The request message as protobuf-JSON: the body (if the operation takes one), the
         query parameters (if it reads them), and the path's parameters over both."""
+        if not all(map(text.is_clean, (route.tenant, *route.path_params.values()))):
+            # A %00 in the path: the same rule as request text (``app.text``).
+            raise InvalidParams(
+                "the path must be valid Unicode text without U+0000", reason="invalid_text"
+            )
         params: dict[str, Any] = {}
         if route.reads_body:
             if not is_json(content_type):

@@ -320,6 +320,11 @@ async def test_invalid_json_and_non_objects_are_400(edge: EdgeHarness) -> None:
     _status(r, 400, "INVALID_PARAMS")
 
 
+async def test_a_nul_in_the_path_is_invalid_params(edge: EdgeHarness) -> None:
+    _status(await edge.rest("GET", "/tasks/a%00b"), 400, "INVALID_PARAMS")
+    _status(await edge.rest("GET", "/tasks/a%00b/pushNotificationConfigs"), 400, "INVALID_PARAMS")
+
+
 async def test_wrong_content_type_is_415(edge: EdgeHarness) -> None:
     headers = {**edge.headers(edge.rest_token()), "Content-Type": "text/plain"}
     r = await edge.client.post("/open/message:send", content=b"{}", headers=headers)
