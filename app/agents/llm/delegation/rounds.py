@@ -35,6 +35,7 @@ from pydantic_ai.messages import (
 
 from app.agents.contract import AgentFailure, AgentReply, AgentResult, TurnContext, TurnStopped
 from app.agents.llm import compaction, history
+from app.agents.llm.batch import cut
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.delegation import control
 from app.agents.llm.delegation.config import DelegationConfig, Recipe, recipe_tools
@@ -265,8 +266,8 @@ class DelegatingTurn:
         )
 
     def _results(self, rows: Sequence[Subtask]) -> str:
-        """The round's outcomes for the model, in ordinal order; the policy's partial note
-        when one did not complete."""
+        """The round's outcomes for the model, in ordinal order, each cut to
+        ``max_tool_output_bytes``; the policy's partial note when one did not complete."""
         items = []
         for row in rows:
             status, result = row.status, row.result
@@ -278,7 +279,12 @@ class DelegatingTurn:
             ):
                 status, result = st.FAILED, MISMATCH
             items.append(
-                {"subtask": row.ordinal, "type": row.type, "status": status, "result": result}
+                {
+                    "subtask": row.ordinal,
+                    "type": row.type,
+                    "status": status,
+                    "result": cut(result or "", self.config.max_tool_output_bytes),
+                }
             )
         text = json.dumps(items, ensure_ascii=False)
         if any(item["status"] != st.COMPLETED for item in items):

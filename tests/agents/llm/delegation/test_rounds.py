@@ -204,3 +204,11 @@ async def test_a_plugin_gate_declines_the_turn(fake: FakeModelServer) -> None:
     rt = runtime(plugins=build_plugins([_Gate()], {}))
     assert await LlmAgent.from_config(config(fake), rt).run(turn("q")) == AgentReply()
     assert fake.requests == []
+
+
+async def test_a_long_result_is_cut_for_the_host(fake: FakeModelServer) -> None:
+    fake.script(delegate("a"), text("y" * 2000), final("ok"))
+    doc = {**config(fake), "max_tool_output_bytes": 256}
+    assert await LlmAgent.from_config(doc, runtime()).run(turn("q")) == AgentReply(text="ok")
+    result = json.loads(fake.requests[2].messages[-1]["content"])[0]["result"]
+    assert result.startswith("y" * 256) and "[output cut: the first 256 of 2000 bytes" in result
