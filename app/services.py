@@ -16,6 +16,7 @@ from app.cards.service import CardService
 from app.db.engine import Database
 from app.db.storage import open_storage
 from app.errors import ConfigError
+from app.negotiation.irreversible import with_gate
 from app.negotiation.peers import PeerClient
 from app.negotiation.service import NegotiationService
 from app.ops.health import Readiness
@@ -109,7 +110,11 @@ def build_services(
     except PluginError as exc:
         raise ConfigError(f"plugins: {exc}") from None
     tenants = TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds)
-    llm = replace(llm, extension=_negotiation(settings, database, key, jwks, client, llm, tenants))
+    llm = replace(
+        llm,
+        extension=_negotiation(settings, database, key, jwks, client, llm, tenants),
+        plugins=with_gate(llm.plugins, open_storage(database).negotiations),
+    )
     return EdgeServices(
         settings=settings,
         db=database,

@@ -10,7 +10,10 @@
   ``should_handle_turn(turn)`` (a gate, AND-ed with the others; a gate that raises counts as
   yes), ``on_messages_displaced(turn, messages)`` (compacted messages, best-effort),
   ``before_tool_call(ctx, tool, args)`` (return a reason to block the call) and
-  ``after_tool_call(ctx, tool, args, result)`` (return text to replace the result).
+  ``after_tool_call(ctx, tool, args, result)`` (return text to replace the result),
+  ``irreversible`` (tool names that run only with ``negotiation_id`` naming a negotiation
+  agreed by reference, ``app.negotiation.irreversible``) and ``on_settled(negotiation,
+  settlement)`` (a negotiation settled, ``docs/negotiation.md``).
 
 The plugin set is checked when the process starts (``PluginError``: one line; the CLI exits
 78): two plugins with one key, two tools with one name (built-ins included), a missing secret,
