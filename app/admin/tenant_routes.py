@@ -181,11 +181,15 @@ async def disable_tenant(
 
 @router.delete("/{tenant_id}", summary="remove a tenant", status_code=204)
 async def delete_tenant(
-    tenant_id: str, caller: AdminTokenRecord = _WRITE, admin: AdminContext = _CONTEXT
+    tenant_id: str,
+    caller: AdminTokenRecord = _WRITE,
+    admin: AdminContext = _CONTEXT,
+    if_match_header: Annotated[str | None, Header(alias="If-Match")] = None,
 ) -> Response:
+    revision = if_match(if_match_header, required=False)
     try:
-        await admin.tenants.remove(tenant_id)
-    except TenantMissing as exc:
+        await admin.tenants.remove(tenant_id, revision=revision)
+    except (TenantMissing, TenantStale) as exc:
         raise _problem(exc) from None
     _written(caller, "tenants.delete", tenant_id)
     return Response(status_code=204)

@@ -84,6 +84,7 @@ class TenantRecordStore(Protocol):
         ``expected_revision`` is given and is not its revision (checked under the row lock)."""
         ...
 
-    async def delete(self, tenant_id: str) -> None:
-        """``TenantMissing`` if there is no such tenant."""
+    async def delete(self, tenant_id: str, *, expected_revision: int | None = None) -> None:
+        """``TenantMissing`` if there is no such tenant, ``TenantStale`` if
+        ``expected_revision`` is given and is not its revision."""
         ...

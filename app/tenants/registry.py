@@ -70,8 +70,8 @@ class TenantStore:
             tenant_id, values, at=_utcnow(), expected_revision=expected_revision
         )
 
-    async def remove(self, tenant_id: str) -> None:
-        await self._rows.delete(tenant_id)
+    async def remove(self, tenant_id: str, *, expected_revision: int | None = None) -> None:
+        await self._rows.delete(tenant_id, expected_revision=expected_revision)
 
 
 def _check_definition(tenant_id: str, manifest: Mapping[str, Any], profile: str) -> None:

@@ -225,8 +225,8 @@ class TenantService:
     ) -> TenantRecord:
         return await self._store.update(tenant_id, expected_revision=revision, enabled=enabled)
 
-    async def remove(self, tenant_id: str) -> None:
-        await self._store.remove(tenant_id)
+    async def remove(self, tenant_id: str, *, revision: int | None = None) -> None:
+        await self._store.remove(tenant_id, expected_revision=revision)
 
     async def get(self, tenant_id: str) -> TenantRecord:
         record = await self._store.get(tenant_id)

@@ -49,7 +49,10 @@ async def test_the_tenant_lifecycle_over_http(admin: AdminRig) -> None:
     assert disabled.json()["enabled"] is False
     enabled = await admin.client.post("/v1/tenants/acme/enable", headers={**h, "If-Match": '"3"'})
     assert enabled.json()["enabled"] is True and enabled.headers["etag"] == '"4"'
-    assert (await admin.client.delete("/v1/tenants/acme", headers=h)).status_code == 204
+    stale_delete = await admin.client.delete("/v1/tenants/acme", headers={**h, "If-Match": '"3"'})
+    _problem(stale_delete, 412)
+    deleted = await admin.client.delete("/v1/tenants/acme", headers={**h, "If-Match": '"4"'})
+    assert deleted.status_code == 204
     _problem(await admin.client.get("/v1/tenants/acme", headers=h), 404)
     _problem(await admin.client.delete("/v1/tenants/acme", headers=h), 404)
 

@@ -98,10 +98,16 @@ class SharedTenants:
                 raise TenantMissing(tenant_id)
         return await self._require(tenant_id)
 
-    async def delete(self, tenant_id: str) -> None:
+    async def delete(self, tenant_id: str, *, expected_revision: int | None = None) -> None:
+        statement = delete(TenantRow).where(TenantRow.id == tenant_id)
+        if expected_revision is not None:
+            statement = statement.where(TenantRow.revision == expected_revision)
         async with self._db.transaction() as s:
-            result = await s.execute(delete(TenantRow).where(TenantRow.id == tenant_id))
+            result = await s.execute(statement)
             if getattr(result, "rowcount", 0) == 0:
+                current = await s.get(TenantRow, tenant_id)
+                if current is not None:
+                    raise TenantStale(tenant_id, current.revision)
                 raise TenantMissing(tenant_id)
 
     async def _require(self, tenant_id: str) -> TenantRecord:
