@@ -12,13 +12,20 @@ objective of every later reply.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.agents.contract import AgentResult, TurnContext
 from app.agents.llm.config import LlmConfig
-from app.db.negotiations import INBOUND, Negotiation, NegotiationStore, NewNegotiation, TurnRecord
+from app.db.negotiations import (
+    INBOUND,
+    Change,
+    Negotiation,
+    NegotiationStore,
+    NewNegotiation,
+    TurnRecord,
+)
 from app.negotiation.decision import Decision, decision_of, decisions_of, intent_of
 from app.negotiation.exchange import (
     last_offer,
@@ -125,6 +132,7 @@ class InboundTurn:
     async def _answer(
         self, negotiation: Negotiation, incoming: Decision, message_id: str
     ) -> AgentResult | None:
+        """Decide the reply and save it with its turn (``None``: another holder wrote first)."""
         assert self.config.negotiation is not None
         vocabulary = vocabulary_of(self.config.negotiation)
         history = self._history()
@@ -145,25 +153,7 @@ class InboundTurn:
             mine_first=False,
             is_terminal=vocabulary.is_terminal,
         )
-        moves = user_moves(history)
-        named = negotiation.detail.get("max_turns")
-        limit = (
-            named
-            if isinstance(named, int)
-            else max_turns_of(history[0], self.config.negotiation.max_turns)
-        )
-        asked = reply.action == ASK
-        change = settled_change(
-            state,
-            settlement,
-            turns=moves,
-            budget_spent=moves >= limit,
-            task_id=self.ctx.task_id,
-            context_id=self.ctx.context_id,
-            last_offer=last_offer(reply) or negotiation.last_offer,
-            pending=reply.message if asked else None,
-            clear_pending=not asked,
-        )
+        change = self._change(negotiation, history, reply, state, settlement)
         sent = {
             "messageId": f"reply:{message_id}",
             "role": "ROLE_AGENT",
@@ -185,3 +175,33 @@ class InboundTurn:
         if settlement is not None:
             await self.on_settled(updated, settlement)
         return result_of(reply, state)
+
+    def _change(
+        self,
+        negotiation: Negotiation,
+        history: Sequence[Mapping[str, Any]],
+        reply: Decision,
+        state: str,
+        settlement: Settlement | None,
+    ) -> Change:
+        """The row after this reply: the budget is the initiator's when it named one."""
+        assert self.config.negotiation is not None
+        moves = user_moves(history)
+        named = negotiation.detail.get("max_turns")
+        limit = (
+            named
+            if isinstance(named, int)
+            else max_turns_of(history[0], self.config.negotiation.max_turns)
+        )
+        asked = reply.action == ASK
+        return settled_change(
+            state,
+            settlement,
+            turns=moves,
+            budget_spent=moves >= limit,
+            task_id=self.ctx.task_id,
+            context_id=self.ctx.context_id,
+            last_offer=last_offer(reply) or negotiation.last_offer,
+            pending=reply.message if asked else None,
+            clear_pending=not asked,
+        )

@@ -90,8 +90,8 @@ class SharedNegotiations:
         self._db = db
         self._insert = insert
 
-    async def claim(self, new: NewNegotiation) -> Claim:
-        statement = (
+    def _insert_claim(self, new: NewNegotiation) -> Any:
+        return (
             self._insert(NegotiationRow)
             .values(
                 id=new.id,
@@ -114,9 +114,12 @@ class SharedNegotiations:
             .on_conflict_do_nothing()
             .returning(NegotiationRow.id)
         )
+
+    async def claim(self, new: NewNegotiation) -> Claim:
+        """One insert against both unique keys; no row back means the same claim made
+        earlier (``origin_key``) or a binding rival, read in the same transaction."""
         async with self._db.transaction() as s:
-            inserted = (await s.execute(statement)).first()
-            if inserted is not None:
+            if (await s.execute(self._insert_claim(new))).first() is not None:
                 row = await s.get(NegotiationRow, new.id)
                 assert row is not None
                 return Claim(_negotiation(row), created=True)
