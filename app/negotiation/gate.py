@@ -5,7 +5,9 @@ message claims the negotiation under the rival rule first (``-32004`` with reaso
 ``negotiation_rival`` while a binding one holds the same peer and intent).
 
 The claim is made before the task exists and gets its task id once the accept succeeded; an
-accept that fails drops a claim it made, so a refused message leaves nothing behind.
+accept that fails drops a claim it made, so a refused message leaves nothing behind. A claim
+left without a task by a process that died in between is dropped once it is older than
+``ORPHAN_SECONDS`` when a later first message meets it.
 """
 
 from __future__ import annotations
@@ -13,13 +15,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.db.negotiations import INBOUND, OPEN, Change, Claim, NegotiationStore, NewNegotiation
+from app.db.negotiations import (
+    INBOUND,
+    OPEN,
+    Change,
+    Claim,
+    Negotiation,
+    NegotiationStore,
+    NewNegotiation,
+)
 from app.db.tenants import TenantRecord
 from app.errors import InvalidParams, UnsupportedOperation
 from app.negotiation.decision import DecisionError, decision_from_data, decision_part, intent_of
 from app.negotiation.inbound import counterparty_of, max_turns_of
+
+ORPHAN_SECONDS = 60.0  # far past any accept: its claim never got its task
 
 
 def negotiates(tenant: TenantRecord) -> bool:
@@ -66,19 +79,20 @@ class NegotiationGate:
             raise InvalidParams(str(exc), reason="bad_decision") from None
         if task_id is not None:
             return Pending(None)
-        intent = intent_of(message) or ""
-        claim = await self._store.claim(
-            NewNegotiation(
-                id=str(uuid.uuid4()),
-                tenant=tenant.id,
-                identity=identity,
-                direction=INBOUND,
-                counterparty=counterparty_of(identity),
-                intent=intent,
-                origin_key=f"in:{message.get('messageId')}",
-                detail={"max_turns": max_turns_of(message, 0) or None},
-            )
+        new = NewNegotiation(
+            id=str(uuid.uuid4()),
+            tenant=tenant.id,
+            identity=identity,
+            direction=INBOUND,
+            counterparty=counterparty_of(identity),
+            intent=intent_of(message) or "",
+            origin_key=f"in:{message.get('messageId')}",
+            detail={"max_turns": max_turns_of(message, 0) or None},
         )
+        claim = await self._store.claim(new)
+        if claim.rival and _orphaned(claim.negotiation):
+            await self._store.drop(tenant.id, claim.negotiation.id)
+            claim = await self._store.claim(new)
         if claim.rival:
             raise UnsupportedOperation(
                 "this agent already has a negotiation with you on the same intent that is "
@@ -103,3 +117,13 @@ class NegotiationGate:
     async def refused(self, pending: Pending, tenant: str) -> None:
         if pending.claim is not None and pending.claim.created:
             await self._store.drop(tenant, pending.claim.negotiation.id)
+
+
+def _orphaned(rival: Negotiation) -> bool:
+    """An inbound claim whose accept never gave it a task (its process died in between)."""
+    if rival.direction != INBOUND or rival.task_id is not None or rival.updated_at is None:
+        return False
+    updated = rival.updated_at
+    if updated.tzinfo is None:  # SQLite hands timestamps back naive (they are UTC)
+        updated = updated.replace(tzinfo=UTC)
+    return datetime.now(UTC) - updated > timedelta(seconds=ORPHAN_SECONDS)

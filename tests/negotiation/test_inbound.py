@@ -209,3 +209,41 @@ async def test_on_settled_reaches_the_plugins(edge: EdgeHarness) -> None:
     mine = Decision("accept", "ok")
     await service.on_settled("n", Settlement("agreed", "terms", "r", mine, None))  # type: ignore[union-attr]
     assert seen == [("n", "agreed")]
+
+
+async def test_a_claim_left_without_its_task_is_dropped_once_old(
+    edge: EdgeHarness, peer: GatewayKit, fake: FakeModelServer
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import update
+
+    from app.db.models import NegotiationRow
+    from app.db.negotiations import INBOUND, NewNegotiation
+
+    store = open_storage(edge.services.db).negotiations
+    lost = await store.claim(
+        NewNegotiation(
+            id="lost",
+            tenant="shop",
+            identity=f"peer:{PEER}:buyer",
+            direction=INBOUND,
+            counterparty=f"{PEER}/buyer",
+            intent="sell bike",
+            origin_key="in:lost",
+        )
+    )
+    assert lost.created
+    r = await edge.rpc("SendMessage", _turn("p1"), tenant="shop", token=_token(edge, peer))
+    assert r.json()["error"]["code"] == -32004  # a fresh claim still holds the key
+    async with edge.services.db.transaction() as s:
+        await s.execute(
+            update(NegotiationRow)
+            .where(NegotiationRow.id == "lost")
+            .values(updated_at=datetime.now(UTC) - timedelta(minutes=5))
+        )
+    fake.script(decision("counter", "$450.", {"amount": 450}))
+    ok = await edge.result("SendMessage", _turn("p2"), tenant="shop", token=_token(edge, peer))
+    assert ok["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert [r.id for r in await store.list_for("shop")] != ["lost"]
+    assert await store.get("shop", "lost") is None
