@@ -110,3 +110,50 @@ async def test_kill_9_of_a_worker_mid_negotiation(
                 await until(completed, within=60)
             await _check_agreed(pg_url, second_pg_url)
             assert len(fake_b.requests) == (3 if side == "b" else 2)
+
+
+async def test_verdicts_agree_across_two_edge_processes(
+    pg_url: str, second_pg_url: str, tmp_path: Path
+) -> None:
+    """Conflict on terms, declined and a prose conflict between two real edges: each side's
+    row records the same verdict and basis."""
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        async with two_edge_processes(pg_url, second_pg_url, tmp_path) as edges:
+            cases = [
+                ("terms", ("conflict", "terms")),
+                ("refused", ("declined", "state")),
+                ("prose", ("conflict", "prose")),
+            ]
+            for intent, _ in cases:
+                fake_a.script(
+                    tool_call(
+                        "negotiate",
+                        {
+                            "counterparty": {"url": edges.b.url, "tenant": "seller"},
+                            "intent": intent,
+                            "opening": "go",
+                        },
+                        call_id=f"n-{intent}",
+                    )
+                )
+                if intent == "terms":
+                    fake_a.script(decision("propose", "$450 Wed.", {"amount": 450, "day": "Wed"}))
+                    fake_b.script(decision("accept", "Sat.", {"amount": 450, "day": "Sat"}))
+                elif intent == "refused":
+                    fake_a.script(decision("propose", "$300?", {"amount": 300}))
+                    fake_b.script(decision("reject", "No."))
+                else:
+                    fake_a.script(decision("accept", "Fine, $460."))
+                    fake_b.script(decision("accept", "Agreed at $450."))
+                fake_a.script(text("done"))
+            await _setup(edges, pg_url, second_pg_url, fake_a.base_url, fake_b.base_url)
+            for intent, _ in cases:
+                message = {"messageId": intent, "role": "ROLE_USER", "parts": [{"text": intent}]}
+                task = await edges.send(message)
+                assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+            ours = {r.intent: r for r in await _rows(pg_url, "buyer")}
+            theirs = {r.intent: r for r in await _rows(second_pg_url, "seller")}
+            for intent, expected in cases:
+                for row in (ours[intent], theirs[intent]):
+                    assert (row.verdict, row.basis) == expected, row
+                assert ours[intent].task_id == theirs[intent].task_id
