@@ -247,3 +247,22 @@ async def test_a_claim_left_without_its_task_is_dropped_once_old(
     assert ok["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert [r.id for r in await store.list_for("shop")] != ["lost"]
     assert await store.get("shop", "lost") is None
+
+
+async def test_a_python_negotiator_decides_instead_of_a_model(
+    edge: EdgeHarness, peer: GatewayKit, fake: FakeModelServer
+) -> None:
+    config = llm_config(fake.base_url, negotiator="tests.negotiation.negotiators:accept_last_offer")
+    await edge.add_tenant(
+        "py", agent="llm", agent_config=config, profile="open", require_push_config=False
+    )
+    turn = _turn("py1", offerId="their-offer")
+    done = await edge.result("SendMessage", turn, tenant="py", token=_token(edge, peer, "py"))
+    assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    reply = done["task"]["status"]["message"]["parts"][0]["data"]
+    assert (
+        reply["acceptsOfferId"] == "their-offer" and reply["offerId"] != "written-by-the-negotiator"
+    )
+    assert fake.requests == []
+    [row] = await open_storage(edge.services.db).negotiations.list_for("py")
+    assert (row.verdict, row.basis, row.terms) == ("agreed", "reference", {"amount": 400})
