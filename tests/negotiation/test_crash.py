@@ -157,3 +157,39 @@ async def test_verdicts_agree_across_two_edge_processes(
                 for row in (ours[intent], theirs[intent]):
                     assert (row.verdict, row.basis) == expected, row
                 assert ours[intent].task_id == theirs[intent].task_id
+
+
+async def test_parked_and_resumed_across_two_edge_processes(
+    pg_url: str, second_pg_url: str, tmp_path: Path
+) -> None:
+    from tests.negotiation.test_two_edges import _answer_waiting
+
+    with FakeModelServer() as fake_a, FakeModelServer() as fake_b:
+        async with two_edge_processes(pg_url, second_pg_url, tmp_path) as edges:
+            fake_a.script(
+                _negotiate(edges.b.url),
+                decision("ask", "What is the most I may pay?"),
+                tool_call("ask_user", {"question": "What is the most I may pay?"}, call_id="q"),
+                _answer_waiting("At most $460."),
+                decision("propose", "$450 for the bike.", BIKE),
+                text("Bought it for $450."),
+            )
+            fake_b.script(accepting("Deal."))
+            await _setup(edges, pg_url, second_pg_url, fake_a.base_url, fake_b.base_url)
+            first = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Buy it."}]}
+            task = await edges.send(first)
+            assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+            [parked] = await _rows(pg_url, "buyer")
+            assert parked.state == "parked" and fake_b.requests == []
+            answer = {
+                "messageId": "m2",
+                "role": "ROLE_USER",
+                "taskId": task["id"],
+                "parts": [{"text": "At most $460."}],
+            }
+            done = await edges.send(answer)
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+            [ours] = await _rows(pg_url, "buyer")
+            [theirs] = await _rows(second_pg_url, "seller")
+            for row in (ours, theirs):
+                assert (row.verdict, row.basis, row.terms) == ("agreed", "reference", BIKE)
