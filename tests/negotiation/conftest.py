@@ -1,10 +1,9 @@
-"""A second migrated database per backend: the second edge of a negotiation test."""
+"""A second migrated PostgreSQL database: the second edge of a negotiation test."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,14 +21,6 @@ def second_postgres_url() -> Iterator[str]:
         yield url
     finally:
         _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(scope="session")
-def second_sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path: Path = tmp_path_factory.mktemp("sqlite-b") / "edge-b.db"
-    url = f"sqlite+aiosqlite:///{path}"
-    upgrade_to_head(url)
-    return url
 
 
 @pytest.fixture
