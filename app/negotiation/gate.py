@@ -7,18 +7,21 @@ message claims the negotiation under the rival rule first (``-32004`` with reaso
 The claim is made before the task exists and gets its task id once the accept succeeded; an
 accept that fails drops a claim it made, so a refused message leaves nothing behind. A claim
 left without a task by a process that died in between is dropped once it is older than
-``ORPHAN_SECONDS`` when a later first message meets it.
+``ORPHAN_SECONDS`` when a later first message meets it; one whose task ended without a reply
+(canceled by the peer, failed) is closed as ``declined`` then, as ``verify_agreement`` reads
+such a task.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.db.negotiations import (
+    ENDED,
     INBOUND,
     OPEN,
     Change,
@@ -27,10 +30,13 @@ from app.db.negotiations import (
     NegotiationStore,
     NewNegotiation,
 )
+from app.db.states import CANCELED, FAILED, REJECTED
 from app.db.tenants import TenantRecord
 from app.errors import InvalidParams, UnsupportedOperation
 from app.negotiation.decision import DecisionError, decision_from_data, decision_part, intent_of
 from app.negotiation.inbound import counterparty_of, max_turns_of
+from app.negotiation.settlement import state_word
+from app.security.caller import CallerScope
 
 ORPHAN_SECONDS = 60.0  # far past any accept: its claim never got its task
 
@@ -47,9 +53,16 @@ class Pending:
     claim: Claim | None
 
 
+TaskState = Callable[[CallerScope, str], Awaitable[str | None]]
+_ENDED_WITHOUT_REPLY = frozenset({CANCELED, FAILED, REJECTED})
+
+
 class NegotiationGate:
-    def __init__(self, store: NegotiationStore) -> None:
+    """``task_state``: the task store's read of a task's state in a caller's scope."""
+
+    def __init__(self, store: NegotiationStore, task_state: TaskState) -> None:
         self._store = store
+        self._task_state = task_state
 
     async def check(
         self,
@@ -90,8 +103,7 @@ class NegotiationGate:
             detail={"max_turns": max_turns_of(message, 0) or None},
         )
         claim = await self._store.claim(new)
-        if claim.rival and _orphaned(claim.negotiation):
-            await self._store.drop(tenant.id, claim.negotiation.id)
+        if claim.rival and await self._stale(claim.negotiation):
             claim = await self._store.claim(new)
         if claim.rival:
             raise UnsupportedOperation(
@@ -101,6 +113,29 @@ class NegotiationGate:
                 reason="negotiation_rival",
             )
         return Pending(claim)
+
+    async def _stale(self, rival: Negotiation) -> bool:
+        """Whether the rival no longer stands (and is now out of the way)."""
+        if _orphaned(rival):
+            return await self._store.drop(rival.tenant, rival.id)
+        if rival.direction != INBOUND or rival.task_id is None or rival.verdict is not None:
+            return False
+        state = await self._task_state(CallerScope(rival.tenant, rival.identity), rival.task_id)
+        if state not in _ENDED_WITHOUT_REPLY:
+            return False
+        ended = await self._store.change(
+            rival.tenant,
+            rival.id,
+            rival.version,
+            Change(
+                state=ENDED,
+                task_state=state,
+                verdict="declined",
+                basis="state",
+                reason=f"task ended as {state_word(state)}",
+            ),
+        )
+        return ended is not None
 
     async def accepted(self, pending: Pending, tenant: str, task_id: str, context_id: str) -> None:
         claim = pending.claim

@@ -78,7 +78,8 @@ class TaskMethods:
         self._canceller = TaskCanceller(services.db, default_history_length=history)
         self._targets = settings.push_targets
         self._push_configs = PushConfigService(services.db, self._targets, secrets)
-        self._negotiations = NegotiationGate(services.db.storage.negotiations)
+        storage = services.db.storage
+        self._negotiations = NegotiationGate(storage.negotiations, storage.task_lifecycle.state)
 
     def table(self) -> MethodTable:
         return {

@@ -266,3 +266,21 @@ async def test_a_python_negotiator_decides_instead_of_a_model(
     assert fake.requests == []
     [row] = await open_storage(edge.services.db).negotiations.list_for("py")
     assert (row.verdict, row.basis, row.terms) == ("agreed", "reference", {"amount": 400})
+
+
+async def test_a_negotiation_whose_task_the_peer_canceled_frees_the_intent(
+    edge: EdgeHarness, peer: GatewayKit, fake: FakeModelServer
+) -> None:
+    fake.script(decision("counter", "$450.", {"amount": 450}))
+    first = await edge.result("SendMessage", _turn("p1"), tenant="shop", token=_token(edge, peer))
+    task_id = first["task"]["id"]
+    await edge.result("CancelTask", {"id": task_id}, tenant="shop", token=_token(edge, peer))
+    fake.script(decision("counter", "$440.", {"amount": 440}))
+    again = await edge.result("SendMessage", _turn("p2"), tenant="shop", token=_token(edge, peer))
+    assert again["task"]["id"] != task_id
+    rows = {
+        r.task_id: r for r in await open_storage(edge.services.db).negotiations.list_for("shop")
+    }
+    old = rows[task_id]
+    assert (old.state, old.verdict, old.basis, old.binding) == ("ended", "declined", "state", False)
+    assert old.reason == "task ended as canceled"
