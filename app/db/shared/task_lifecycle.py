@@ -26,6 +26,19 @@ class SharedTaskLifecycle:
         self, scope: CallerScope, task_id: str, cancel: Cancel, *, history: int
     ) -> Canceled:
         async with self._db.transaction() as session:
+            # Lock order: the task's queued turns before the task, as a worker beginning a
+            # turn takes them (its turn, then the task): the other order deadlocked a cancel
+            # racing that begin on PostgreSQL. (SQLite writes one transaction at a time.)
+            await session.execute(
+                select(TurnRow.id)
+                .where(
+                    TurnRow.tenant == scope.tenant,
+                    TurnRow.identity == scope.identity,
+                    TurnRow.task_id == task_id,
+                    TurnRow.status == TURN_QUEUED,
+                )
+                .with_for_update()
+            )
             result = await session.execute(
                 update(TaskRow)
                 .where(
