@@ -283,7 +283,15 @@ class PostgresTurnWrites:
         if rule.unseen(next_seq):
             return UNSEEN
         read = KnownTask(version, next_seq, context_id, json.loads(artifacts_text or "[]"))
-        return await self._write(scope, task_id, fence, rule, read, compose(read), settle)
+        done = await self._write(scope, task_id, fence, rule, read, compose(read), settle)
+        if not done.applied and rule.seen_history is not None:
+            # A steering message may have committed while the write waited on its row lock.
+            again = await self._pool.fetchrow(
+                _FINISH_READ_SQL, scope.tenant, scope.identity, task_id
+            )
+            if again is not None and rule.unseen(again["next_seq"]):
+                return UNSEEN
+        return done
 
     async def _write(
         self,

@@ -143,7 +143,12 @@ class SharedAccepts:
                 session, scope, turn, task_id, states.TURN_STEER, submission, states.TURN_DONE
             ):
                 return await existing(session, scope, turn)
-            task = await load_task(session, scope, task_id)
+            # Locked: an outcome write in flight (it takes the row and the next history
+            # position) is waited for, and its state then refuses this message, instead of
+            # both taking that position. The other order: the version bump below makes an
+            # outcome write waiting on this lock find the row changed and read it again, and
+            # the completion's guard then sees this message (``OutcomeRule.seen_history``).
+            task = await load_task(session, scope, task_id, for_update=True)
             if task is None:
                 raise TaskNotFound(f"task '{shown(task_id)}' not found")
             if context_id is not None and context_id != task.context_id:
@@ -153,6 +158,16 @@ class SharedAccepts:
                 )
             if task.state not in steerable:
                 raise refuse(task.id, task.state)  # rolls the turn row back
+            await session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.tenant == scope.tenant,
+                    TaskRow.identity == scope.identity,
+                    TaskRow.id == task.id,
+                )
+                .values(version=TaskRow.version + 1)
+                .execution_options(synchronize_session=False)
+            )
             await _record(session, scope, turn, task.id, task.context_id, None)
         return Accepted(task=task, created=True)
 

@@ -27,16 +27,19 @@ def is_sqlite(session: AsyncSession) -> bool:
     return session.get_bind().dialect.name == "sqlite"
 
 
-async def load_task(session: AsyncSession, scope: CallerScope, task_id: str) -> TaskRow | None:
-    return (
-        await session.execute(
-            select(TaskRow).where(
-                TaskRow.tenant == scope.tenant,
-                TaskRow.identity == scope.identity,
-                TaskRow.id == task_id,
-            )
-        )
-    ).scalar_one_or_none()
+async def load_task(
+    session: AsyncSession, scope: CallerScope, task_id: str, *, for_update: bool = False
+) -> TaskRow | None:
+    """``for_update``: lock the row for the transaction (PostgreSQL; SQLite's one writer
+    serialises anyway), so a write racing this one is seen once it committed."""
+    query = select(TaskRow).where(
+        TaskRow.tenant == scope.tenant,
+        TaskRow.identity == scope.identity,
+        TaskRow.id == task_id,
+    )
+    if for_update:
+        query = query.with_for_update()
+    return (await session.execute(query)).scalar_one_or_none()
 
 
 async def load_history(

@@ -145,7 +145,9 @@ class SharedTurnWrites:
                 .execution_options(synchronize_session=False)
             )
             if not _applied(result):
-                return REFUSED
+                # A steering message may have committed while the write waited on its lock.
+                later = await next_history_seq(session, scope, task_id)
+                return UNSEEN if rule.unseen(later) else REFUSED
             if write.message is not None:
                 await append_history(
                     session, scope, task_id, role="ROLE_AGENT", message=write.message
