@@ -25,6 +25,11 @@ def test_the_interfaces_follow_the_settings() -> None:
     assert interface_url(with_grpc, GRPC) == "edge.example.com:50051"
 
 
+def test_an_ipv6_public_host_keeps_its_brackets_in_the_grpc_url() -> None:
+    settings = make_settings(public_url="http://[::1]:8080", grpc_port=50051)
+    assert interface_url(settings, GRPC) == "[::1]:50051"
+
+
 async def test_a_rest_token_passes_the_rest_verifier(env: Env) -> None:
     rest = env.verifier.for_binding(HTTP_JSON)
     assert rest.audience == REST_URL
