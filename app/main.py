@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.grpc.binding import build_grpc_server
 from app.http.rest import RestEndpoint
@@ -25,6 +25,8 @@ from app.interfaces import HTTP_JSON
 from app.method_table import call_dispatcher
 from app.rpc.dispatch import RpcDispatcher
 from app.services import EdgeServices
+from app.tracing.asgi import TracedEndpoint
+from app.tracing.spans import enabled as tracing_enabled
 
 
 async def _not_found(_: Request, exc: Exception) -> Response:
@@ -44,9 +46,7 @@ class EdgeApp(FastAPI):
     """FastAPI, with ``POST <rpc_path>`` (unless ``rpc`` is ``None``) and the HTTP+JSON
     binding's paths answered before the middleware stack and router."""
 
-    def __init__(
-        self, *, rpc_path: str, rpc: RpcEndpoint | None, rest: RestEndpoint, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, rpc_path: str, rpc: ASGIApp | None, rest: ASGIApp, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._rpc_path = rpc_path
         self._rpc = rpc
@@ -118,7 +118,18 @@ def create_app(
     rpc = RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds) if raw_rpc else None
     if not raw_rpc:
         add_rpc_route(router, settings.rpc_path, dispatcher, settings.stream_heartbeat_seconds)
-    app = EdgeApp(rpc_path=settings.rpc_path, rpc=rpc, rest=rest, **options)
+    app = EdgeApp(rpc_path=settings.rpc_path, **_traced(rpc, rest, settings.rpc_path), **options)
     app.include_router(router)
     app.state.services = services
     return app
+
+
+def _traced(rpc: RpcEndpoint | None, rest: RestEndpoint, rpc_path: str) -> dict[str, Any]:
+    """The bindings' endpoints, each in a server span when tracing is on (checked here, once:
+    with it off they are served as they are)."""
+    if not tracing_enabled():
+        return {"rpc": rpc, "rest": rest}
+    return {
+        "rpc": None if rpc is None else TracedEndpoint(rpc, rpc_path),
+        "rest": TracedEndpoint(rest, "/{tenant}/..."),
+    }

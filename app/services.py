@@ -27,6 +27,9 @@ from app.security.keys import SigningKey
 from app.security.token import GatewayTokenVerifier
 from app.settings import Settings
 from app.tenants.registry import TenantDirectory, TenantStore
+from app.tracing.provider import OFF as TRACING_OFF
+from app.tracing.provider import Tracing
+from app.tracing.provider import install as install_tracing
 
 log = logging.getLogger("looping.edge")
 
@@ -55,8 +58,10 @@ class EdgeServices:
     llm: LlmRuntime | None = None  # what the llm agents' turns share (app.agents.llm.runtime)
     # The bindings' shared dispatcher: ``app.method_table.call_dispatcher(services)``.
     calls: CallDispatcher | None = None
+    tracing: Tracing = TRACING_OFF  # this process's tracer provider (app.tracing)
 
     async def aclose(self) -> None:
+        self.tracing.shutdown()  # the spans still queued leave before the process does
         await self.gateway_client.aclose()
         if self.llm is not None:
             await self.llm.aclose()
@@ -93,6 +98,7 @@ def build_services(
             "loopback, private or metadata addresses and plain http (development only)"
         )
     key = SigningKey.from_jwk_json(settings.signing_key_json())
+    tracing = install_tracing(settings)
     metrics = Metrics()
     database = db or Database(settings.database_url, pool_size=settings.db_pool_size)
     client = gateway_client or gateway_http_client(settings)
@@ -128,6 +134,7 @@ def build_services(
         readiness=Readiness(db=database, key_loaded=True),
         gateway_client=client,
         llm=llm,
+        tracing=tracing,
     )
 
 

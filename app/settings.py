@@ -153,6 +153,30 @@ class Settings(BaseSettings):
     # every path it does not list, and a public edge has no use for a schema browser.
     openapi_docs: bool = False
 
+    # --- tracing (OpenTelemetry, issue 53; app/tracing, docs/observability.md) ----------------
+    # Off unless an OTLP endpoint is set. The standard variables keep their standard names;
+    # the SDK reads the others it knows (OTEL_TRACES_SAMPLER, OTEL_BSP_*) itself, once, when
+    # the tracer provider is made at start.
+    otel_endpoint: str | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+    otel_traces_endpoint: str | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    # "key=value,key2=value2" sent with every export (a collector's API key, say).
+    otel_headers: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_HEADERS")
+    )
+    otel_service_name: str = Field(
+        default="looping-edge", validation_alias=AliasChoices("OTEL_SERVICE_NAME")
+    )
+    otel_sdk_disabled: bool = Field(
+        default=False, validation_alias=AliasChoices("OTEL_SDK_DISABLED")
+    )
+    # EDGE_TRACE_MODEL_CONTENT: model call spans carry the prompt and the answer
+    # (gen_ai.input.messages / gen_ai.output.messages). Off: never any prompt text.
+    trace_model_content: bool = False
+
     # --- admin API (issue 52) -------------------------------------------------------------------
     # EDGE_ADMIN_LISTEN: host:port of the admin listener (app.admin), e.g. 127.0.0.1:8081 or
     # [::1]:8081; unset: no admin listener. Never on the public port.
@@ -165,6 +189,18 @@ class Settings(BaseSettings):
             return None
         listen_address(value)
         return value.strip()
+
+    @property
+    def traces_endpoint(self) -> str | None:
+        """Where spans are posted (OTLP/HTTP), or None: tracing is off. The signal-specific
+        variable is used as given; the general one gets ``/v1/traces`` (OTLP exporter spec)."""
+        if self.otel_sdk_disabled:
+            return None
+        if self.otel_traces_endpoint:
+            return self.otel_traces_endpoint
+        if self.otel_endpoint:
+            return self.otel_endpoint.rstrip("/") + "/v1/traces"
+        return None
 
     @property
     def admin_address(self) -> tuple[str, int] | None:

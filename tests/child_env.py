@@ -27,7 +27,7 @@ def child_env(
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("EDGE_", "A2A_")) and k not in _OWNED
+        if not k.startswith(("EDGE_", "A2A_", "OTEL_")) and k not in _OWNED
     }
     env.update(
         DATABASE_URL=database_url,

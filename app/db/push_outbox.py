@@ -139,3 +139,8 @@ class PushOutboxStore(Protocol):
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         """Re-queue dead rows (all when ``ids`` is None) and wake every deliverer."""
         ...
+
+    async def trace_payload(self, push: ClaimedPush) -> dict[str, Any] | None:
+        """The payload of the latest turn of the push's task (its trace context, issue 53),
+        None when the task has none left."""
+        ...

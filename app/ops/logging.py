@@ -12,6 +12,9 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
+from app.tracing.spans import current_ids
+from app.tracing.spans import enabled as tracing_enabled
+
 _FIELDS = (
     "request_id",
     "tenant",
@@ -36,9 +39,29 @@ _FIELDS = (
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
-    """The record's loggable extras, in ``_FIELDS`` order."""
+    """The record's loggable extras, in ``_FIELDS`` order, then the trace and span ids of
+    the span it was written in (``TraceIds``, issue 53)."""
     found = {name: getattr(record, name, None) for name in _FIELDS}
-    return {name: value for name, value in found.items() if value is not None}
+    fields = {name: value for name, value in found.items() if value is not None}
+    trace_id = getattr(record, "trace_id", None)
+    if trace_id is not None:
+        fields["trace_id"] = trace_id
+        fields["span_id"] = getattr(record, "span_id", None)
+    return fields
+
+
+class TraceIds(logging.Filter):
+    """Stamps a record written inside a span with its ``trace_id`` and ``span_id`` (hex, as
+    trace backends show them). A handler filter: it runs in the thread and task that logged,
+    where the span is current."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not tracing_enabled():
+            return True
+        ids = current_ids()
+        if ids is not None:
+            record.trace_id, record.span_id = ids
+        return True
 
 
 # A value printed bare: no space, quote, backslash or ``=``, so ``key=value`` pairs split back
@@ -108,6 +131,7 @@ _QUIET = ("aiosqlite", "sqlalchemy", "asyncpg", "httpx", "httpcore", "alembic")
 def configure_logging(level: str = "INFO", *, json_logs: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_logs else PlainFormatter())
+    handler.addFilter(TraceIds())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

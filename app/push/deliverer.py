@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
+from opentelemetry.trace import SpanKind
 
 from app.db.engine import Database
 from app.db.signals import Wakeup
@@ -29,6 +30,8 @@ from app.ops.metrics import Metrics
 from app.push.policy import Decision, RetryPolicy, Verdict
 from app.push.sender import PushSender
 from app.push.store import ClaimedPush, OutboxStore
+from app.tracing.spans import TENANT, annotate, span
+from app.tracing.spans import enabled as tracing_enabled
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +176,27 @@ class PushDeliverer:
         if not await self._store.still_ours(push):
             self._metrics.push_deliveries.labels("canceled").inc()
             return
+        parent = await self._store.trace_parent(push) if tracing_enabled() else None
+        with span(
+            "push.attempt",
+            kind=SpanKind.CLIENT,
+            attributes={
+                TENANT: push.tenant,
+                "http.request.method": "POST",
+                "looping_edge.push.kind": push.kind,
+                "looping_edge.push.attempt": push.attempts,
+                "looping_edge.push.retry": push.attempts > 1,
+            },
+            parent=parent,
+        ) as current:
+            decision = await self._send_and_record(push)
+            if decision is not None:
+                current.set_attribute("looping_edge.push.outcome", decision.verdict.value)
+
+    async def _send_and_record(self, push: ClaimedPush) -> Decision | None:
         result = await self._sender.attempt(push)
+        if result.status is not None:
+            annotate({"http.response.status_code": result.status})
 
         def decide(now: datetime) -> Decision:
             return self._policy.decide(
@@ -197,6 +220,7 @@ class PushDeliverer:
                     "error": decision.error,
                 },
             )
+        return decision
 
     async def _maybe_update_gauges(self) -> None:
         now = time.monotonic()

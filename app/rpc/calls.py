@@ -27,6 +27,7 @@ from app.rpc.envelope import RequestId
 from app.security.caller import CallerScope, VerifiedCaller
 from app.tenants.registry import TenantRecord
 from app.text import shown
+from app.tracing.spans import TENANT, annotate
 
 log = logging.getLogger("looping_edge.rpc")
 
@@ -107,6 +108,10 @@ class CallDispatcher:
     ) -> Any:
         """CONTRACT §3 steps 10-12, then the handler."""
         record = await self._tenant(caller, tenant)
+        # The server span (tracing on): the method and the verified tenant, never the token.
+        annotate(
+            {"rpc.method": method if method in self._methods else "unknown", TENANT: record.id}
+        )
         requested = (version or "").strip() or DEFAULT_VERSION
         if requested not in SUPPORTED_VERSIONS:
             raise VersionNotSupported(

@@ -49,6 +49,7 @@ from app.tasks.push_secrets import PushSecrets
 from app.tasks.send_params import SendRequest
 from app.tasks.wire import status_doc, utcnow
 from app.text import shown
+from app.tracing.spans import TENANT, carrier, span
 
 STEERABLE = frozenset({states.SUBMITTED, states.WORKING})
 
@@ -98,6 +99,17 @@ class Acceptor:
         agent; it is not part of the idempotency hash (the key already scopes by identity).
         ``steerable``: the tenant's agent takes steering (a plain message for a task still
         running joins its loop instead of being refused)."""
+        with span("accept", attributes={TENANT: scope.tenant}):
+            return await self._accept(scope, request, identity, dedupe, steerable)
+
+    async def _accept(
+        self,
+        scope: CallerScope,
+        request: SendRequest,
+        identity: Mapping[str, Any] | None,
+        dedupe: bool,
+        steerable: bool,
+    ) -> Accepted:
         spec = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
         now = utcnow()
         # Continuation (``message.taskId``) and a new task are both SUBMITTED once accepted.
@@ -193,6 +205,11 @@ def _turn_payload(request: SendRequest, task_id: str, turn: _TurnSpec) -> dict[s
     }
     if request.accepted_output_modes:
         payload["acceptedOutputModes"] = list(request.accepted_output_modes)
+    # The accept span's context (tracing on): the worker's run continues this trace, in
+    # another process or after a takeover (issue 53).
+    trace_context = carrier()
+    if trace_context is not None:
+        payload["traceContext"] = trace_context
     return payload
 
 

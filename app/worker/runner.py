@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from opentelemetry.trace import SpanKind
+
 from app.agents.contract import TurnContext, TurnStopped, first_text
 from app.agents.envelope import parse_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
@@ -44,6 +46,7 @@ from app.settings import Settings
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.tenants.registry import TenantRecord
+from app.tracing.spans import TENANT, span, stored_carrier
 from app.worker import mailbox, turn_start
 from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of
 from app.worker.lease import Lease, still_held
@@ -148,7 +151,22 @@ class TurnRunner:
             return STOP
         attempt = turn.attempts + 1
         run = _TurnRun(self, lease, turn, watch, attempt)
-        return await run.execute(begun.snapshot, marked=begun.marked)
+        # Continues the trace of the turn's accept (its context is stored with the turn), in
+        # this process or after a takeover of a killed one (issue 53).
+        with span(
+            "turn.run",
+            kind=SpanKind.CONSUMER,
+            attributes={TENANT: lease.scope.tenant, "looping_edge.turn.attempt": attempt},
+            parent=stored_carrier(turn.payload),
+            link_parent=True,
+        ):
+            step = await run.execute(begun.snapshot, marked=begun.marked)
+            # One line per attempt, inside its span: the turn's logs carry its trace id.
+            log.info(
+                "turn.ran",
+                extra={"task_id": turn.task_id, "turn_id": turn.id, "outcome": step.verdict.value},
+            )
+            return step
 
 
 class _TurnRun:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,13 +60,19 @@ class WorkerProcess:
 
 @contextmanager
 def worker_process(
-    database_url: str, log_dir: Path, name: str, *args: str, **settings: object
+    database_url: str,
+    log_dir: Path,
+    name: str,
+    *args: str,
+    extra_env: Mapping[str, str] | None = None,
+    **settings: object,
 ) -> Iterator[WorkerProcess]:
+    """``extra_env``: variables set as given (``OTEL_*``); ``settings`` become ``EDGE_*``."""
     log = log_dir / f"{name}.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen(
             [CLI, "worker", *args],
-            env=worker_env(database_url, **settings),
+            env={**worker_env(database_url, **settings), **(extra_env or {})},
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=str(log_dir),

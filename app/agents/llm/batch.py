@@ -19,6 +19,7 @@ from pydantic_ai.messages import ToolCallPart
 
 from app.agents.llm.plugins import PluginSet, maybe_await
 from app.agents.llm.tools import Tool, ToolContext, ToolError, ToolOutput, schema_problem
+from app.agents.llm.tracing import TOOL_OUTCOME, tool_span
 
 log = logging.getLogger("looping.agent")
 
@@ -93,7 +94,9 @@ class Batch:
 
     async def _one(self, call: ToolCallPart) -> CallResult:
         await self.started(call)
-        result = await self._settle(call)
+        with tool_span(call.tool_name, call.tool_call_id) as span:
+            result = await self._settle(call)
+            span.set_attribute(TOOL_OUTCOME, result.outcome)
         result = CallResult(
             call, cut(result.text, self.max_output_bytes), result.outcome, result.artifacts
         )

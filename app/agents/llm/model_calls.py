@@ -31,6 +31,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from app.agents.llm.config import LlmConfig, ModelEndpoint
 from app.agents.llm.events import EventBus, ModelCalled
+from app.agents.llm.tracing import model_span, record_response
 
 log = logging.getLogger("looping.agent")
 
@@ -192,10 +193,12 @@ class ModelCaller:
         model = self._model(endpoint)
         for attempt in range(1, self.config.model_attempts + 1):
             try:
-                async with asyncio.timeout(self.config.model_timeout_seconds):
-                    response = await model_request(
-                        model, list(messages), model_request_parameters=params
-                    )
+                with model_span(endpoint.name, attempt, fallback=fallback) as span:
+                    async with asyncio.timeout(self.config.model_timeout_seconds):
+                        response = await model_request(
+                            model, list(messages), model_request_parameters=params
+                        )
+                    record_response(span, messages, response)
             except (ModelAPIError, UnexpectedModelBehavior, OpenAIError, TimeoutError) as exc:
                 failure = classify(exc)
                 last = attempt == self.config.model_attempts or not failure.retry

@@ -18,7 +18,7 @@ from sqlalchemy.orm import aliased
 from app.db.clock import SqlClock
 from app.db.documents import as_utc
 from app.db.engine import Database
-from app.db.models import PushConfigRow, PushOutboxRow
+from app.db.models import PushConfigRow, PushOutboxRow, TurnRow
 from app.db.outbox import CANCELED, DEAD, DELIVERED, PENDING
 from app.db.push_outbox import (
     ClaimedPush,
@@ -173,6 +173,20 @@ class SharedPushOutbox:
             )
             for r in rows
         ]
+
+    async def trace_payload(self, push: ClaimedPush) -> dict[str, Any] | None:
+        async with self._db.transaction() as session:
+            found = await session.scalar(
+                select(TurnRow.payload)
+                .where(
+                    TurnRow.tenant == push.tenant,
+                    TurnRow.identity == push.identity,
+                    TurnRow.task_id == push.task_id,
+                )
+                .order_by(TurnRow.id.desc())
+                .limit(1)
+            )
+        return dict(found) if isinstance(found, Mapping) else None
 
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         """A replayed row starts over: ``pending``, zero attempts, due now. A dead row whose
