@@ -121,3 +121,26 @@ async def test_a_gateway_tenants_push_stays_final(db_url: str) -> None:
         task_id = await send(edge, rx, "message hello")
         final = await rx.wait_for(lambda p: p.task_id == task_id, within=20)
         assert final.message_id == f"{task_id}:final" and final.text == "hello"
+
+
+@pytest.mark.postgres
+async def test_a_blocking_call_wakes_on_the_tasks_change_not_its_poll(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With polls ten seconds apart the answer still comes at once: the wait follows the
+    task's change notifications (``LISTEN``), polling is only the fallback."""
+    from app.tasks import blocking
+
+    monkeypatch.setattr(blocking, "_FIRST_POLL", 10.0)
+    monkeypatch.setattr(blocking, "_MAX_POLL", 10.0)
+    async with edge_harness(pg_url, background=True, **FAST) as harness:
+        await harness.add_tenant(
+            "open-t", agent="scripted", profile="open", require_push_config=False
+        )
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = await harness.result(
+            "SendMessage", _send("sleep 0.2\nmessage hello"), tenant="open-t"
+        )
+        assert result["message"]["parts"] == [{"text": "hello"}]
+        assert loop.time() - started < 8.0
