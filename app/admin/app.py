@@ -15,6 +15,8 @@ from fastapi import FastAPI
 from app.admin import ops_routes, tenant_routes
 from app.admin.context import AdminContext
 from app.admin.problems import EXCEPTION_HANDLERS
+from app.admin.status import routes as status_routes
+from app.admin.status.session import SessionSigner
 from app.admin.tokens import AdminTokens
 from app.services import EdgeServices
 from app.tenants.service import TenantService
@@ -58,4 +60,7 @@ def create_admin_app(services: EdgeServices, *, owns_services: bool = False) -> 
     )
     app.include_router(tenant_routes.router)
     app.include_router(ops_routes.router)
+    # The status page (issue 53): its sessions are signed with a key of this process.
+    app.state.status_sessions = SessionSigner()
+    app.include_router(status_routes.router)
     return app

@@ -122,7 +122,11 @@ class AdminTokens:
         (the caller cannot tell which)."""
         if not token or len(token) > MAX_TOKEN_CHARS or not token.isascii():
             return None
-        digest = hash_token(token)
+        return await self.authenticate_hash(hash_token(token))
+
+    async def authenticate_hash(self, digest: str) -> AdminTokenRecord | None:
+        """As ``authenticate``, for a token known by its hash (a status-page session, which
+        holds the hash, never the token, so a revoked token ends its sessions too)."""
         record = await self._store.find(digest)
         if record is None or not hmac.compare_digest(record.token_hash, digest):
             return None

@@ -37,7 +37,7 @@ from app.db.shared.accepts import SharedAccepts
 from app.db.shared.admin_tokens import SharedAdminTokens
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
-from app.db.shared.overview import SharedOverview
+from app.db.shared.overview import SharedOverview, postgres_minute, sqlite_minute
 from app.db.shared.peer_pins import SharedPeerPins
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
@@ -117,7 +117,7 @@ def _sqlite(db: Database) -> Storage:
         peer_pins=SharedPeerPins(db, sqlite_insert),
         subtasks=SharedSubtasks(db, sqlite_insert),
         admin_tokens=SharedAdminTokens(db),
-        overview=SharedOverview(db),
+        overview=SharedOverview(db, PROCESS_CLOCK, sqlite_minute),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -149,5 +149,5 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         subtasks=PostgresSubtasks(pool, SharedSubtasks(db, pg_insert)),
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),
-        overview=SharedOverview(db),
+        overview=SharedOverview(db, SERVER_CLOCK, postgres_minute),
     )
