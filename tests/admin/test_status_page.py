@@ -154,3 +154,35 @@ async def test_a_forged_or_expired_cookie_is_no_session() -> None:
     assert signer.open("garbage", now=1001.0) is None
     assert signer.csrf_ok(session, signer.csrf(session))
     assert not signer.csrf_ok(session, None)
+
+
+async def test_the_page_shows_turns_workers_and_the_chart_escaped(admin: AdminRig) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from app.db.models import ActorRow
+
+    db = admin.edge.services.db
+    await admin.edge.add_tenant("demo", manifest=demo_manifest(), require_push_config=False)
+    await admin.edge.result(
+        "SendMessage",
+        {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+            "configuration": {"returnImmediately": True},
+        },
+    )
+    async with db.transaction() as s:
+        s.add(
+            ActorRow(
+                tenant="demo",
+                identity="someone",
+                lease_owner="host:1:<b>x</b>",
+                lease_until=datetime.now(UTC) + timedelta(minutes=1),
+                fence=1,
+            )
+        )
+    await _dead(db, "demo", "t-<script>", "k1")
+    page = (await admin.client.get("/status", headers=await admin.headers())).text
+    assert '<tr><td>demo</td><td>queued</td><td class="num">1</td>' in page
+    assert "host:1:&lt;b&gt;x&lt;/b&gt;</td><td class='num'>1</td>" in page
+    assert "t-&lt;script&gt;" in page and "<script" not in page
+    assert "accepted</span> 1 " in page and "<polyline" in page
