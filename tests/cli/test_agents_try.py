@@ -57,3 +57,16 @@ def test_try_a_scripted_tenant_and_an_unknown_one(
     assert done.stdout.splitlines()[-2:] == ["  progress line-1: thinking", "COMPLETED: hi"]
     unknown = _cli(env, "agents", "try", "ghost", "x")
     assert unknown.returncode == 2 and "no tenant 'ghost'" in unknown.stderr
+
+
+def test_the_cli_does_not_import_the_model_loop_until_agents_try_runs() -> None:
+    """Every command would otherwise pay the seconds ``pydantic_ai`` and ``openai`` take to
+    import (``app.cli.agents`` defers them to ``app.cli.agent_try``)."""
+    import subprocess
+    import sys
+
+    probe = "import sys, app.cli.main; print(sorted({'pydantic_ai', 'openai'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
