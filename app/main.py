@@ -22,7 +22,7 @@ from app.http.rest import RestEndpoint
 from app.http.rest_routes import is_rest_path
 from app.http.routes import RpcEndpoint, add_rpc_route, build_router
 from app.interfaces import HTTP_JSON
-from app.method_table import call_dispatcher
+from app.method_table import call_dispatcher, tenant_body_limit
 from app.rpc.dispatch import RpcDispatcher
 from app.services import EdgeServices
 from app.tracing.asgi import TracedEndpoint
@@ -78,6 +78,7 @@ def create_app(
         calls=calls,
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
+        body_limit=tenant_body_limit(services),
     )
     if settings.grpc_port is not None:
         services.background.append(build_grpc_server(services, host=grpc_host))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.attachments.policy import policy_of, with_input_modes
 from app.negotiation.card import card_manifest
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import MethodTable, RpcCall
@@ -15,6 +16,8 @@ from app.tasks.methods import build_task_methods
 from app.tasks.stream_methods import build_stream_methods
 
 if TYPE_CHECKING:
+    from app.rpc.dispatch import BodyLimit
+    from app.security.caller import VerifiedCaller
     from app.services import EdgeServices
 
 
@@ -24,9 +27,12 @@ def card_methods(services: EdgeServices) -> MethodTable:
         # tenant claim by the dispatcher), signed by the same key, kid and jku as the stub.
         # The stored manifest is validated by the card service on a cache miss only.
         # An agent that negotiates gets the ``negotiate`` skill (issue 51).
-        return services.cards.tenant_card(
-            call.tenant.id, card_manifest(call.tenant), call.tenant.card_version
+        # Attachment opt-ins add their media types to defaultInputModes (issue 55).
+        tenant = call.tenant
+        manifest = with_input_modes(
+            card_manifest(tenant), policy_of(tenant.agent_kind, tenant.agent_config)
         )
+        return services.cards.tenant_card(tenant.id, manifest, tenant.card_version)
 
     return {"GetExtendedAgentCard": get_extended_agent_card}
 
@@ -48,3 +54,20 @@ def call_dispatcher(services: EdgeServices) -> CallDispatcher:
             tenants=services.tenants, methods=build_method_table(services)
         )
     return services.calls
+
+
+def tenant_body_limit(services: EdgeServices) -> BodyLimit:
+    """The request body limit per verified caller: ``EDGE_MAX_IMAGE_BODY_BYTES`` when the
+    token's tenant accepts images (issue 55), else the default. Asked only after the token
+    is verified, so an unauthenticated client never gets the larger limit."""
+    images = services.settings.max_image_body_bytes
+
+    async def limit(caller: VerifiedCaller, default: int) -> int:
+        if caller.tenant is None:
+            return default
+        record = await services.tenants.get(caller.tenant)
+        if record is None or record.agent_kind != "llm" or not record.enabled:
+            return default
+        return policy_of(record.agent_kind, record.agent_config).body_limit(default, images=images)
+
+    return limit

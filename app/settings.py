@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     tenant_claim: str = "https://loopingai.org/tenant"
     allow_loopback_http: bool = False
     max_body_bytes: int = Field(default=65536, ge=1024, le=16 * 1024 * 1024)
+    # The body limit for a tenant whose llm agent accepts images (issue 55), applied after the
+    # token and its tenant are verified; every other tenant keeps max_body_bytes.
+    max_image_body_bytes: int = Field(default=6 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     max_token_bytes: int = Field(default=8192, ge=512, le=65536)
     clock_skew_seconds: int = Field(default=30, ge=0, le=600)
     max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)

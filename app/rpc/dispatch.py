@@ -112,6 +112,13 @@ class EncodedStream:
         await self._results.aclose()
 
 
+class BodyLimit(Protocol):
+    """The body limit for a verified caller's request (``default`` unless its tenant's
+    policy raises it); must not raise for an unknown tenant (the call refuses it later)."""
+
+    async def __call__(self, caller: VerifiedCaller, default: int) -> int: ...
+
+
 class RpcDispatcher:
     """The JSON-RPC binding in front of the transport-neutral ``CallDispatcher``."""
 
@@ -122,11 +129,13 @@ class RpcDispatcher:
         calls: CallDispatcher,
         max_body_bytes: int,
         observer: RpcObserver | None = None,
+        body_limit: BodyLimit | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
         self._max_body = max_body_bytes
         self._observer = observer
+        self._body_limit = body_limit
 
     async def handle(
         self,
@@ -153,7 +162,12 @@ class RpcDispatcher:
             if not is_json(content_type):
                 self._finished(method, ContentTypeNotSupported.default_reason, started)
                 return _unsupported_media_type()
-            body = await read_body(self._max_body)
+            # The limit may rise for the token's tenant (issue 55: attachments), known only
+            # now that the token is verified; the body is read once, under that limit.
+            limit = self._max_body
+            if self._body_limit is not None:
+                limit = await self._body_limit(caller, self._max_body)
+            body = await read_body(limit)
             request = parse_request(body)
             method = request.method if self._calls.knows(request.method) else "unknown"
             result = await self._call(caller, request, version)

@@ -16,6 +16,8 @@ from typing import Any
 from a2a.types import Role, SendMessageRequest
 from google.protobuf import json_format
 
+from app.attachments.images import check_attachments
+from app.attachments.policy import policy_of
 from app.errors import InvalidParams, TaskNotFound
 from app.push_targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
@@ -109,6 +111,7 @@ def parse_send_message(
         )
 
     _check_message(request, raw_message)
+    check_attachments(request.message.parts, policy_of(tenant.agent_kind, tenant.agent_config))
     history_length: int | None = None
     if configuration.HasField("history_length"):
         if configuration.history_length < 0:

@@ -24,7 +24,6 @@ from pydantic_ai.messages import (
     ModelResponse,
     ToolCallPart,
     ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.tools import ToolDefinition
 
@@ -38,6 +37,7 @@ from app.agents.contract import (
 )
 from app.agents.envelope import parse_envelope
 from app.agents.llm import compaction, history, hitl
+from app.agents.llm.attachments import user_prompt
 from app.agents.llm.batch import Batch, CallResult, arguments, bad_arguments
 from app.agents.llm.config import LlmConfig, parse_llm_config
 from app.agents.llm.delegation.rounds import DelegatingTurn
@@ -227,7 +227,7 @@ class _Turn:
                 CallResult(ask, answer.result, "ok"), extra={"answer": message_id}
             )
             return
-        part = UserPromptPart(self.ctx.turn.for_model())
+        part = user_prompt(self.ctx.turn.for_model(), self.ctx.message, self.config.attachments)
         await self._save(f"user:{message_id}", ModelRequest(parts=[part]), behind=True)
 
     async def _steering(self, *, fresh: bool = True) -> list[dict[str, Any]]:
@@ -259,7 +259,7 @@ class _Turn:
         """Steering joins the session before the next model call, in arrival order."""
         for message in await self._steering(fresh=False):
             envelope = parse_envelope(first_text(message))
-            part = UserPromptPart(envelope.for_model())
+            part = user_prompt(envelope.for_model(), message, self.config.attachments)
             await self._save(f"user:{message['messageId']}", ModelRequest(parts=[part]))
 
     def _applied(self, message_id: str) -> bool:

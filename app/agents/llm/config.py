@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from app.agents.llm.delegation.config import DelegationConfig
+from app.attachments.policy import AttachmentsConfig
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
@@ -112,6 +113,7 @@ class LlmConfig(BaseModel):
     session_max_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
     delegation: DelegationConfig | None = None  # rounds of subtasks (app.agents.llm.delegation)
     negotiation: NegotiationConfig | None = None
+    attachments: AttachmentsConfig = AttachmentsConfig()  # app.attachments (issue 55)
 
     @property
     def negotiates(self) -> bool:

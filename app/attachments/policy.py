@@ -1,0 +1,72 @@
+"""Which attachments a tenant accepts: its ``llm`` agent config's ``attachments`` block.
+
+Off unless the operator opted in; only the ``llm`` agent reads attachments. The same policy
+names the card's extra input modes and the request body limit for the tenant, which the
+bindings apply after the token (and so the tenant claim) is verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+IMAGE_TYPES = ("image/jpeg", "image/png")
+
+
+class AttachmentsConfig(BaseModel):
+    """``attachments`` in the ``llm`` agent config: ``{"images": true, "documents": true}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    images: bool = False
+    documents: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentPolicy:
+    images: bool = False
+    documents: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.images or self.documents
+
+    def input_modes(self) -> tuple[str, ...]:
+        """The media types the tenant's card adds to ``defaultInputModes``."""
+        # Documents are not accepted yet (issue 55's next slice): not advertised either.
+        return IMAGE_TYPES if self.images else ()
+
+    def body_limit(self, default: int, *, images: int) -> int:
+        """The request body limit for this tenant: raised only when it opted in to a kind
+        it is accepted for (documents, not accepted yet, raise nothing)."""
+        return max(default, images) if self.images else default
+
+
+NO_ATTACHMENTS = AttachmentPolicy()
+
+
+def policy_of(agent_kind: str, agent_config: Mapping[str, Any]) -> AttachmentPolicy:
+    """The tenant's policy; anything but a valid ``llm`` opt-in is none (fails closed)."""
+    if agent_kind != "llm":
+        return NO_ATTACHMENTS
+    block = agent_config.get("attachments")
+    if not isinstance(block, Mapping):
+        return NO_ATTACHMENTS
+    try:
+        config = AttachmentsConfig.model_validate(dict(block))
+    except ValueError:
+        return NO_ATTACHMENTS
+    return AttachmentPolicy(images=config.images, documents=config.documents)
+
+
+def with_input_modes(manifest: Mapping[str, Any], policy: AttachmentPolicy) -> Mapping[str, Any]:
+    """The manifest the card is built from, with the policy's input modes added."""
+    extra = policy.input_modes()
+    if not extra:
+        return manifest
+    modes = list(manifest.get("defaultInputModes") or ["text/plain"])
+    modes += [m for m in extra if m not in modes]
+    return {**manifest, "defaultInputModes": modes}
