@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from a2a.types import Part
 
+from app.agents.contract import AgentReply
+from app.agents.echo import EchoAgent
 from app.attachments.images import (
     MAX_IMAGE_BYTES,
     check_attachments,
@@ -13,6 +15,7 @@ from app.attachments.images import (
 )
 from app.attachments.policy import AttachmentPolicy, policy_of, with_input_modes
 from app.errors import ContentTypeNotSupported
+from tests.agents.helpers import context
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 64
@@ -82,3 +85,10 @@ def test_description_is_bounded() -> None:
         "[image: image/png, 8 bytes]"
     )
     assert describe_part({"text": "hi"}) is None
+
+
+async def test_echo_names_files_by_description() -> None:
+    ctx = context({"parts": [{"text": "hi"}, {"raw": "iVBORw0KGgo=", "mediaType": "image/png"}]})
+    reply = await EchoAgent().run(ctx)
+    assert isinstance(reply, AgentReply)
+    assert reply.text == "hi\n[image: image/png, 8 bytes]"

@@ -13,7 +13,13 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_ai.messages import BinaryContent, UserContent, UserPromptPart
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    UserContent,
+    UserPromptPart,
+)
 
 from app.attachments.images import MAX_IMAGES, sniff_image
 from app.attachments.policy import AttachmentsConfig
@@ -45,3 +51,32 @@ def user_prompt(text: str, message: Mapping[str, Any], config: AttachmentsConfig
         return UserPromptPart(text)
     content: list[UserContent] = [text, *images]
     return UserPromptPart(content)
+
+
+# The session budget's estimate for one image (``session_max_tokens``): its base64 text says
+# nothing about what a model charges for it, and must not push the session into compaction.
+IMAGE_TOKENS = 1000
+
+
+def image_allowance(message: ModelMessage) -> tuple[int, int]:
+    """(base64 characters of the message's images, tokens to count for them instead)."""
+    if not isinstance(message, ModelRequest):
+        return 0, 0
+    chars = count = 0
+    for part in message.parts:
+        if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+            for item in part.content:
+                if isinstance(item, BinaryContent):
+                    chars += 4 * ((len(item.data) + 2) // 3)
+                    count += 1
+    return chars, count * IMAGE_TOKENS
+
+
+def content_text(part: UserPromptPart) -> str:
+    """A user part as text (images named, not carried): for summaries."""
+    if isinstance(part.content, str):
+        return part.content
+    return "\n".join(
+        item if isinstance(item, str) else f"[image: {getattr(item, 'media_type', 'file')}]"
+        for item in part.content
+    )

@@ -20,6 +20,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from app.agents.llm.attachments import content_text
 from app.agents.llm.session import SessionEntry, entry_of
 
 log = logging.getLogger("looping.agent")
@@ -64,8 +65,8 @@ def as_text(messages: Sequence[ModelMessage]) -> str:
     lines: list[str] = []
     for message in messages:
         for part in message.parts:
-            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                lines.append(f"user: {part.content}")
+            if isinstance(part, UserPromptPart):
+                lines.append(f"user: {content_text(part)}")
             elif isinstance(part, TextPart):
                 lines.append(f"assistant: {part.content}")
             elif isinstance(part, ToolCallPart):

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from app.agents.llm.attachments import image_allowance
 from app.db.sessions import SessionEntry, SessionStore, Transcript
 
 __all__ = [
@@ -38,7 +39,9 @@ _ONE_MESSAGE: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 def entry_of(entry_id: str, message: ModelMessage) -> SessionEntry:
     """The message encoded once: its JSON text is stored as is and sized for the budget."""
     text = _ONE_MESSAGE.dump_json(message).decode()
-    return SessionEntry(entry_id, json.loads(text), _tokens_of(text), text=text)
+    image_chars, image_tokens = image_allowance(message)  # images: a fixed estimate each
+    tokens = max(1, (len(text) - image_chars) // CHARS_PER_TOKEN + image_tokens)
+    return SessionEntry(entry_id, json.loads(text), tokens, text=text)
 
 
 def message_of(entry: SessionEntry) -> ModelMessage:
