@@ -61,13 +61,20 @@ def tenant_body_limit(services: EdgeServices) -> BodyLimit:
     token's tenant accepts images (issue 55), else the default. Asked only after the token
     is verified, so an unauthenticated client never gets the larger limit."""
     images = services.settings.max_image_body_bytes
+    documents = services.settings.max_document_body_bytes
 
     async def limit(caller: VerifiedCaller, default: int) -> int:
         if caller.tenant is None:
             return default
-        record = await services.tenants.get(caller.tenant)
+        try:
+            record = await services.tenants.get(caller.tenant)
+        except Exception:
+            # Fails closed to the default; the call's own tenant lookup then answers the
+            # fault as -32603 without detail (CONTRACT §3).
+            return default
         if record is None or record.agent_kind != "llm" or not record.enabled:
             return default
-        return policy_of(record.agent_kind, record.agent_config).body_limit(default, images=images)
+        policy = policy_of(record.agent_kind, record.agent_config)
+        return policy.body_limit(default, images=images, documents=documents)
 
     return limit

@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     # The body limit for a tenant whose llm agent accepts images (issue 55), applied after the
     # token and its tenant are verified; every other tenant keeps max_body_bytes.
     max_image_body_bytes: int = Field(default=6 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # The same for a tenant whose llm agent accepts documents.
+    max_document_body_bytes: int = Field(default=12 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     max_token_bytes: int = Field(default=8192, ge=512, le=65536)
     clock_skew_seconds: int = Field(default=30, ge=0, le=600)
     max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from a2a.types import Part
 
+from app.attachments.documents import MAX_DOCUMENTS, check_document, document_type
 from app.attachments.policy import AttachmentPolicy
 from app.errors import ContentTypeNotSupported
 
@@ -52,6 +53,7 @@ def check_attachments(parts: Iterable[Part], policy: AttachmentPolicy) -> list[C
     if not policy.any:
         return []
     images: list[CheckedImage] = []
+    documents = 0
     for index, part in enumerate(parts):
         kind = part.WhichOneof("content")
         if kind == "url":
@@ -65,9 +67,19 @@ def check_attachments(parts: Iterable[Part], policy: AttachmentPolicy) -> list[C
             continue
         sniffed = sniff_image(part.raw) if policy.images else None
         declared = part.media_type.strip().lower()
+        if sniffed is None and policy.documents and document_type(declared):
+            check_document(part.raw, index)
+            documents += 1
+            if documents > MAX_DOCUMENTS:
+                raise _refuse(
+                    f"params.message.parts[{index}]: at most {MAX_DOCUMENTS} document per message",
+                    "too_many_documents",
+                    index,
+                )
+            continue
         if sniffed is None:
             raise _refuse(
-                f"params.message.parts[{index}]: only JPEG or PNG images are accepted",
+                f"params.message.parts[{index}]: this media type is not accepted",
                 "attachment_type_unsupported",
                 index,
             )

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 IMAGE_TYPES = ("image/jpeg", "image/png")
+DOCUMENT_TYPES = ("text/plain", "text/markdown", "text/csv")  # app.attachments.documents
 
 
 class AttachmentsConfig(BaseModel):
@@ -36,13 +37,12 @@ class AttachmentPolicy:
 
     def input_modes(self) -> tuple[str, ...]:
         """The media types the tenant's card adds to ``defaultInputModes``."""
-        # Documents are not accepted yet (issue 55's next slice): not advertised either.
-        return IMAGE_TYPES if self.images else ()
+        return (IMAGE_TYPES if self.images else ()) + (DOCUMENT_TYPES if self.documents else ())
 
-    def body_limit(self, default: int, *, images: int) -> int:
-        """The request body limit for this tenant: raised only when it opted in to a kind
-        it is accepted for (documents, not accepted yet, raise nothing)."""
-        return max(default, images) if self.images else default
+    def body_limit(self, default: int, *, images: int, documents: int) -> int:
+        """The request body limit for this tenant: raised only when it opted in."""
+        limit = max(default, images) if self.images else default
+        return max(limit, documents) if self.documents else limit
 
 
 NO_ATTACHMENTS = AttachmentPolicy()

@@ -1,6 +1,6 @@
-"""Images through the real edge, worker and fake model on both backends (issue 55): a PNG
-reaches the model as an image input; each refusal leaves no task; a tenant that did not opt
-in keeps the default body limit."""
+"""Attachments through the real edge, worker and fake model on both backends (issue 55): a
+PNG reaches the model as an image input and a Markdown file as framed text; each refusal
+leaves no task; a tenant that did not opt in keeps the default body limit."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ async def test_png_reaches_the_model_and_refusals_leave_nothing(db_url: str) -> 
         sessions=open_storage(db).sessions,
     )
     with FakeModelServer() as fake:
-        fake.script(text("A gradient."))
+        fake.script(text("A gradient."), text("Milk."))
         async with edge_harness(
             db_url, background=True, agents=default_registry(runtime), **FAST
         ) as edge:
@@ -97,7 +97,29 @@ async def test_png_reaches_the_model_and_refusals_leave_nothing(db_url: str) -> 
                 tenant="pics",
             )
             await poll_until(lambda: fake.requests, what="the model call")
+
+            # Documents only: a Markdown file reaches the model framed; a second is refused.
+            await edge.add_tenant(
+                "docs",
+                agent="llm",
+                agent_config=_config(fake, documents=True),
+                require_push_config=False,
+            )
+            card = await edge.result("GetExtendedAgentCard", {}, tenant="docs")
+            assert "text/markdown" in card["defaultInputModes"]
+            note = _raw(b"# List\nbuy milk", "text/markdown")
+            response = await edge.rpc(
+                "SendMessage", _send("d-0", {"text": "read"}, note, note), tenant="docs"
+            )
+            assert response.json()["error"]["data"][0]["metadata"]["attachment"] == (
+                "too_many_documents"
+            )
+            await edge.result("SendMessage", _send("d-1", {"text": "read"}, note), tenant="docs")
+            await poll_until(lambda: len(fake.requests) > 1, what="the second model call")
     await db.dispose()
+    framed = fake.requests[1].messages[-1]["content"]
+    assert framed.startswith("read\n\nThe user attached a document.")
+    assert framed.endswith('type="text/markdown">\n# List\nbuy milk\n</attachment>')
     content = fake.requests[0].messages[-1]["content"]
     assert content[0] == {"type": "text", "text": "what is this?"}
     url = content[1]["image_url"]["url"]

@@ -76,8 +76,9 @@ def test_input_modes_and_body_limit() -> None:
     modes = with_input_modes(manifest, IMAGES)["defaultInputModes"]
     assert modes == ["text/plain", "image/png", "image/jpeg"]
     assert with_input_modes(manifest, AttachmentPolicy()) is manifest
-    assert IMAGES.body_limit(100, images=600) == 600
-    assert AttachmentPolicy().body_limit(100, images=600) == 100
+    assert IMAGES.body_limit(100, images=600, documents=1200) == 600
+    assert AttachmentPolicy(documents=True).body_limit(100, images=600, documents=1200) == 1200
+    assert AttachmentPolicy().body_limit(100, images=600, documents=1200) == 100
 
 
 def test_description_is_bounded() -> None:

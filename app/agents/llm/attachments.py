@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from app.attachments.documents import MAX_DOCUMENTS, decode_document, document_type, framed
 from app.attachments.images import MAX_IMAGES, sniff_image
 from app.attachments.policy import AttachmentsConfig
 
@@ -44,12 +45,36 @@ def images_of(message: Mapping[str, Any]) -> list[BinaryContent]:
     return found
 
 
+def documents_of(message: Mapping[str, Any]) -> list[str]:
+    """The message's text documents, framed as untrusted reference material."""
+    found: list[str] = []
+    for part in message.get("parts") or ():
+        raw = part.get("raw") if isinstance(part, Mapping) else None
+        media_type = document_type(str(part.get("mediaType") or "")) if raw else None
+        if not isinstance(raw, str) or media_type is None:
+            continue
+        try:
+            data = base64.b64decode(raw, validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        text = None if sniff_image(data) else decode_document(data)
+        if text is not None:
+            found.append(framed(text, media_type, str(part.get("filename") or "")))
+        if len(found) == MAX_DOCUMENTS:
+            break
+    return found
+
+
 def user_prompt(text: str, message: Mapping[str, Any], config: AttachmentsConfig) -> UserPromptPart:
-    """The user turn for the model: its text, then its images when the tenant opted in."""
+    """The user turn for the model: its text, its documents (framed) and its images, each
+    only when the tenant opted in."""
+    documents = documents_of(message) if config.documents else []
     images = images_of(message) if config.images else []
-    if not images:
+    if not images and not documents:
         return UserPromptPart(text)
-    content: list[UserContent] = [text, *images]
+    if not images:
+        return UserPromptPart("\n\n".join([text, *documents]))
+    content: list[UserContent] = [text, *documents, *images]
     return UserPromptPart(content)
 
 

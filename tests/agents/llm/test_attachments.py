@@ -34,3 +34,12 @@ def test_session_budget_and_summary() -> None:
     entry = entry_of("task:t:user:m", ModelRequest(parts=[part]))
     assert IMAGE_TOKENS <= entry.tokens < IMAGE_TOKENS + 200
     assert "user: look\n[image: image/png]" in as_text([ModelRequest(parts=[part])])
+
+
+def test_documents_framed_when_opted_in() -> None:
+    raw = base64.b64encode(b"# Notes\nbuy milk").decode()
+    message = {"parts": [{"text": "read"}, {"raw": raw, "mediaType": "text/markdown"}]}
+    assert user_prompt("read", message, AttachmentsConfig()).content == "read"
+    content = user_prompt("read", message, AttachmentsConfig(documents=True)).content
+    assert isinstance(content, str) and content.startswith("read\n\n")
+    assert 'type="text/markdown">\n# Notes\nbuy milk\n</attachment>' in content
