@@ -114,6 +114,10 @@ async def test_png_reaches_the_model_and_refusals_leave_nothing(db_url: str) -> 
             assert response.json()["error"]["data"][0]["metadata"]["attachment"] == (
                 "too_many_documents"
             )
+            # Past EDGE_MAX_DOCUMENT_BODY_BYTES even an opted-in tenant gets 413.
+            huge = _raw(b"x" * (13 * 1024 * 1024 * 3 // 4), "text/plain")
+            response = await edge.rpc("SendMessage", _send("d-2", huge), tenant="docs")
+            assert response.status_code == 413
             await edge.result("SendMessage", _send("d-1", {"text": "read"}, note), tenant="docs")
             await poll_until(lambda: len(fake.requests) > 1, what="the second model call")
     await db.dispose()
