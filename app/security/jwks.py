@@ -180,6 +180,9 @@ class JwksFetcher:
 
         Raises ``Unauthorized`` (reason ``unknown_kid`` or ``jwks_unavailable``).
         """
+        key = self.cached_key(jku, kid)
+        if key is not None:
+            return key
         if jku.origin not in self._allowed:
             # Defensive: the verifier already refused this (CONTRACT §3 step 3).
             raise Unauthorized(
@@ -188,21 +191,30 @@ class JwksFetcher:
         state = self._states.get(jku.origin)
         if state is None:
             state = self._states.setdefault(jku.origin, _OriginState())
-        keys = state.keys
-        if (
-            keys is not None
-            and self._clock() < state.expires_at
-            and (state.pinned or state.keys_url == jku.url)
-        ):
-            key = keys.get(kid)
-            if key is not None:
-                return key  # steady state: no lock, no await, no network
         seen = state.fetches
         async with state.lock:
             # A fetch that ended while we waited settled the question, whatever its outcome.
             if state.fetches == seen and self._should_fetch(state, kid, jku):
                 await self._refresh(state, jku)
         return self._lookup(state, kid)
+
+    def cached_key(self, jku: ParsedUrl, kid: str) -> Ed25519VerificationKey | None:
+        """``get_key``'s steady state without an await: the key when a fresh set of an
+        allowlisted origin, fetched from ``jku``'s URL or pinned, holds ``kid``; else None
+        (then ``get_key`` decides, fetching or refusing)."""
+        if jku.origin not in self._allowed:
+            return None
+        state = self._states.get(jku.origin)
+        if state is None:
+            return None
+        keys = state.keys
+        if (
+            keys is not None
+            and self._clock() < state.expires_at
+            and (state.pinned or state.keys_url == jku.url)
+        ):
+            return keys.get(kid)
+        return None
 
     def confirm(self, jku: ParsedUrl, key: Ed25519VerificationKey) -> None:
         """Pin the URL whose keys held ``key``, which has just verified a token's signature.

@@ -35,7 +35,7 @@ from app.security.caller import VerifiedCaller
 from app.security.jose_strict import JoseError, b64url_decode, is_number, loads_object
 from app.security.jwks import JwksFetcher
 from app.settings import Settings
-from app.text import first_bad_text
+from app.text import first_bad_text, may_hold_bad_text
 
 # RFC 7515 §4.1.11 (crit), §4.1.3 (jwk), §4.1.5/§4.1.6 (x5u/x5c: key material from the token
 # itself), RFC 7797 §3 (b64: unencoded payload). ``enc``/``zip`` only exist on JWE
@@ -128,9 +128,13 @@ class GatewayTokenVerifier:
         if header is None:
             header = self._header(header_b64)  # steps 2 and 3
             _remember(self._headers, header_b64, header)
-        claims = self._decode_claims(payload_b64)
+        payload = self._decode_payload(payload_b64)
+        claims = self._claims(payload)
         self._check_issuer(claims.get("iss"), header)  # step 4
-        key = await self._jwks.get_key(header.jku, header.kid)  # step 5
+        # Step 5; a cached key needs no await (one coroutine less per request).
+        key = self._jwks.cached_key(header.jku, header.kid) or await self._jwks.get_key(
+            header.jku, header.kid
+        )
         try:
             signature = b64url_decode(signature_b64)
             key.verify(signature, f"{header_b64}.{payload_b64}".encode("ascii"))
@@ -138,7 +142,7 @@ class GatewayTokenVerifier:
             raise _fail("bad_signature", "token signature is invalid") from None
         self._jwks.confirm(header.jku, key)
         self._check_time_and_audience(claims, audience)  # step 6
-        return self._caller(claims, header)  # steps 7 and 8
+        return self._caller(claims, header, may_hold_bad_text(payload))  # steps 7 and 8
 
     # --- step 1 ------------------------------------------------------------------------------
 
@@ -190,9 +194,15 @@ class GatewayTokenVerifier:
 
     # --- step 4 ------------------------------------------------------------------------------
 
-    def _decode_claims(self, payload_b64: str) -> dict[str, Any]:
+    def _decode_payload(self, payload_b64: str) -> bytes:
         try:
-            return loads_object(b64url_decode(payload_b64))
+            return b64url_decode(payload_b64)
+        except JoseError:
+            raise _fail("malformed_token", "token payload is not valid base64url JSON") from None
+
+    def _claims(self, payload: bytes) -> dict[str, Any]:
+        try:
+            return loads_object(payload)
         except JoseError:
             raise _fail("malformed_token", "token payload is not valid base64url JSON") from None
 
@@ -239,7 +249,11 @@ class GatewayTokenVerifier:
 
     # --- steps 7 and 8 -----------------------------------------------------------------------
 
-    def _caller(self, claims: Mapping[str, Any], header: _Header) -> VerifiedCaller:
+    def _caller(
+        self, claims: Mapping[str, Any], header: _Header, suspect_text: bool
+    ) -> VerifiedCaller:
+        """``suspect_text``: the payload holds a ``\\u`` escape of U+0000 or a surrogate, the
+        only way bad text reaches a decoded claim (``app.text.may_hold_bad_text``)."""
         sub, jti = claims.get("sub"), claims.get("jti")
         if (sub is not None and not isinstance(sub, str)) or (
             jti is not None and not isinstance(jti, str)
@@ -249,8 +263,9 @@ class GatewayTokenVerifier:
         key = identity.get("key") if isinstance(identity, dict) else None
         if not isinstance(identity, dict) or not isinstance(key, str) or not key:
             raise BadRequest("gateway identity missing key", reason="identity_missing_key")
-        # The identity is stored and echoed like request text: the same rules (app.text).
-        if first_bad_text(identity, "identity") is not None:
+        # The identity is stored and echoed like request text: the same rules (app.text),
+        # walked only when the payload's bytes could hold such text, as for the body.
+        if suspect_text and first_bad_text(identity, "identity") is not None:
             raise BadRequest("gateway identity holds invalid text", reason="identity_bad_text")
         if len(key.encode()) > MAX_IDENTITY_KEY_BYTES:
             raise BadRequest("gateway identity key is too long", reason="identity_key_too_long")

@@ -637,6 +637,23 @@ async def test_identity_without_a_key_is_400(env: Env, identity: object) -> None
     assert info.value.body == "bad request: gateway identity missing key"
 
 
+@pytest.mark.parametrize("name", ["nul\x00inside", "lone \ud800 surrogate", "\udfff"])
+async def test_identity_holding_bad_text_is_400(env: Env, name: str) -> None:
+    # Such text reaches a decoded claim only through a \\u escape (app.text); PyJWT writes
+    # both as escapes, and the verifier walks the identity only when the payload has one.
+    token = env.mint(claims={DEFAULT_IDENTITY_CLAIM: {"key": "user-1", "name": name}})
+    with pytest.raises(BadRequest) as info:
+        await env.verify(token)
+    assert info.value.reason == "identity_bad_text"
+    assert info.value.status_code == 400
+
+
+async def test_identity_with_an_escaped_surrogate_pair_is_accepted(env: Env) -> None:
+    token = env.mint(claims={DEFAULT_IDENTITY_CLAIM: {"key": "user-1", "name": "smile \U0001f600"}})
+    caller = await env.verify(token)
+    assert caller.identity["name"] == "smile \U0001f600"
+
+
 async def test_absent_identity_claim_is_400(env: Env) -> None:
     with pytest.raises(BadRequest) as info:
         await env.verify(env.mint(drop_claims=[DEFAULT_IDENTITY_CLAIM]))
