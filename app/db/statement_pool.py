@@ -54,9 +54,25 @@ class StatementPool:
         return await self._run("value", query, args)
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
-        """One statement in autocommit on a pooled connection; its first row or None."""
-        row: asyncpg.Record | None = await self._run("row", query, args)
-        return row
+        """One statement in autocommit on a pooled connection; its first row or None.
+
+        ``_run`` written out once more: every GetTask that finds no queue comes through here,
+        and each coroutine layer between it and the driver costs a share of its CPU."""
+        self._bind()
+        slots = self._slots
+        await slots.acquire()
+        try:
+            conn = self._idle_connection() or await self._connect()
+            try:
+                row: asyncpg.Record | None = await conn.fetchrow(query, *args)
+            except BaseException:
+                # Lost, cancelled mid-statement or failed: its state is unknown, never reuse it.
+                conn.terminate()
+                raise
+            self._idle.append(conn)
+            return row
+        finally:
+            slots.release()
 
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         """One statement in autocommit on a pooled connection; all its rows."""
@@ -67,10 +83,12 @@ class StatementPool:
         self, shape: Literal["value", "row", "rows"], query: str, args: tuple[Any, ...]
     ) -> Any:
         # The same checkout and return as ``connection()``, written out: the hot path avoids
-        # the generator-based context manager's overhead.
+        # the generator-based context manager's overhead (and ``async with``'s two coroutines).
         self._bind()
-        async with self._slots:
-            conn = await self._checkout()
+        slots = self._slots
+        await slots.acquire()
+        try:
+            conn = self._idle_connection() or await self._connect()
             try:
                 if shape == "rows":
                     result = await conn.fetch(query, *args)
@@ -84,12 +102,17 @@ class StatementPool:
                 raise
             self._idle.append(conn)
             return result
+        finally:
+            slots.release()
 
-    async def _checkout(self) -> asyncpg.Connection:
+    def _idle_connection(self) -> asyncpg.Connection | None:
         while self._idle:
             candidate = self._idle.pop()
             if not candidate.is_closed():
                 return candidate
+        return None
+
+    async def _connect(self) -> asyncpg.Connection:
         return await asyncpg.connect(**self._connect_kwargs)
 
     @asynccontextmanager
@@ -98,7 +121,7 @@ class StatementPool:
         transaction it opens, it ends). Terminated instead of pooled on any error."""
         self._bind()
         async with self._slots:
-            conn = await self._checkout()
+            conn = self._idle_connection() or await self._connect()
             try:
                 yield conn
             except BaseException:

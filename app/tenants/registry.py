@@ -116,7 +116,8 @@ class TenantDirectory:
         self._lock = asyncio.Lock()
 
     async def get(self, tenant_id: str) -> TenantRecord | None:
-        snapshot = await self.snapshot()
+        # Once per request: a fresh snapshot is read without awaiting ``snapshot()``.
+        snapshot = self._snapshot if self._fresh() else await self.snapshot()
         record = snapshot.get(tenant_id)
         return record if record is not None and record.enabled else None
 
