@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.attachments.policy import policy_of, with_input_modes
-from app.negotiation.card import card_manifest
+from app.attachments.policy import policy_of
+from app.card_manifest import published_manifest
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import MethodTable, RpcCall
 from app.tasks.methods import build_task_methods
@@ -29,9 +29,7 @@ def card_methods(services: EdgeServices) -> MethodTable:
         # An agent that negotiates gets the ``negotiate`` skill (issue 51).
         # Attachment opt-ins add their media types to defaultInputModes (issue 55).
         tenant = call.tenant
-        manifest = with_input_modes(
-            card_manifest(tenant), policy_of(tenant.agent_kind, tenant.agent_config)
-        )
+        manifest = published_manifest(tenant)
         return services.cards.tenant_card(tenant.id, manifest, tenant.card_version)
 
     return {"GetExtendedAgentCard": get_extended_agent_card}

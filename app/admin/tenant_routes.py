@@ -18,6 +18,7 @@ from app.admin.context import AdminContext, admin_context
 from app.admin.problems import Problem
 from app.admin.schemas import TenantCreate, TenantUpdate
 from app.admin.tokens import TENANTS_READ, TENANTS_WRITE, AdminTokenRecord
+from app.card_manifest import published_manifest
 from app.tenants.registry import TenantRecord
 from app.tenants.service import (
     TenantExists,
@@ -204,7 +205,9 @@ async def preview_card(
     except TenantMissing as exc:
         raise _problem(exc) from None
     try:
-        document = admin.cards.tenant_document(record.id, record.manifest, record.card_version)
+        document = admin.cards.tenant_document(
+            record.id, published_manifest(record), record.card_version
+        )
     except ValueError:
         raise Problem(
             409, "the stored manifest does not make a valid card", reason="invalid_card"

@@ -79,6 +79,23 @@ async def test_the_card_preview_is_the_signed_card_the_gateway_gets(admin: Admin
     assert preview.json() == served and served["signatures"]
 
 
+async def test_the_preview_carries_what_the_edge_adds_to_the_card(admin: AdminRig) -> None:
+    """The ``defaultInputModes`` an attachment opt-in adds (and the ``negotiate`` skill) come
+    from one function for both: the preview equals ``GetExtendedAgentCard``."""
+    h = await admin.headers()
+    config = {
+        "model": {"base_url": "http://127.0.0.1:9/v1", "name": "m"},
+        "system_prompt": "You help.",
+        "attachments": {"images": True},
+    }
+    body = {"id": "pics", "manifest": demo_manifest(), "agent": "llm", "agent_config": config}
+    assert (await admin.client.post("/v1/tenants", json=body, headers=h)).status_code == 201
+    preview = (await admin.client.get("/v1/tenants/pics/card", headers=h)).json()
+    assert "image/png" in preview["defaultInputModes"]
+    served = await admin.edge.result("GetExtendedAgentCard", {}, tenant="pics")
+    assert preview == served
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
