@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from app.agents.llm.tools import Tool, tool_from_function
+from app.agents.contract import TurnContext
+from app.agents.llm.tools import Tool, ToolContext, tool_from_function
 
 log = logging.getLogger("looping.agent")
 
@@ -65,6 +66,25 @@ class PluginSet:
 
     def capabilities(self) -> list[str]:
         return [p.capability for p in self.plugins if p.capability]
+
+    def tool_context(
+        self, turn: TurnContext, call_id: str, tool: Tool, idempotency_key: str
+    ) -> ToolContext:
+        """The ``ctx`` one call of ``tool`` receives: the turn's scope and only the secrets of
+        the plugin that brought the tool."""
+        plugin = next((p for p in self.plugins if p.key == tool.plugin), None)
+        return ToolContext(
+            tenant=turn.tenant,
+            identity_key=turn.identity_key,
+            task_id=turn.task_id,
+            call_id=call_id,
+            idempotency_key=idempotency_key,
+            secrets=dict(plugin.secrets) if plugin is not None else {},
+            cancelled=turn.cancelled,
+            clock=turn.clock,
+            sender=turn.turn.sender,
+            channel=turn.turn.channel,
+        )
 
 
 async def maybe_await(value: Any) -> Any:

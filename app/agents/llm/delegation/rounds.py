@@ -239,19 +239,8 @@ class DelegatingTurn:
             tools = self.recipe_tools[recipe.key] = {n: installed[n] for n in names}
 
         def context_for(call: ToolCallPart, tool: Tool) -> ToolContext:
-            plugin = next((p for p in self.runtime.plugins.plugins if p.key == tool.plugin), None)
-            return ToolContext(
-                tenant=self.ctx.tenant,
-                identity_key=self.ctx.identity_key,
-                task_id=self.ctx.task_id,
-                call_id=call.tool_call_id,
-                idempotency_key=f"{self.ctx.task_id}:subtask-{ordinal}:{call.tool_call_id}",
-                secrets=dict(plugin.secrets) if plugin is not None else {},
-                cancelled=self.ctx.cancelled,
-                clock=self.ctx.clock,
-                sender=self.ctx.turn.sender,
-                channel=self.ctx.turn.channel,
-            )
+            key = f"{self.ctx.task_id}:subtask-{ordinal}:{call.tool_call_id}"
+            return self.runtime.plugins.tool_context(self.ctx, call.tool_call_id, tool, key)
 
         return Subagent(
             recipe=recipe,
