@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import Message
+from opentelemetry.trace import SpanKind
 
 from app.errors import EdgeError, InternalError, Unauthorized
 from app.grpc.messages import params_of, parse_request, response_of
@@ -29,8 +30,11 @@ from app.grpc.status import GrpcFailure, failure_of, internal_failure
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
 from app.rpc.dispatch import RpcObserver, TokenVerifier
+from app.tracing import spans
 
 log = logging.getLogger("looping_edge.grpc")
+
+_PROPAGATED = ("traceparent", "tracestate")
 
 UnaryHandler = Callable[[bytes, grpc.aio.ServicerContext], Awaitable[Message]]
 StreamHandler = Callable[[bytes, grpc.aio.ServicerContext], AsyncIterator[Message]]
@@ -118,6 +122,30 @@ class A2AGrpcService:
         return handle
 
     async def _answer(
+        self, method: ServiceMethod, raw: bytes, context: grpc.aio.ServicerContext
+    ) -> Any:
+        if not spans.enabled():
+            return await self._dispatch(method, raw, context)
+        # The server span (RPC semantic conventions), continuing the caller's W3C trace
+        # context from the metadata; the dispatcher adds the method and the tenant.
+        traced = {
+            key: value
+            for key, value in context.invocation_metadata() or ()
+            if key in _PROPAGATED and isinstance(value, str)
+        }
+        with spans.span(
+            f"{service_full_name()}/{method.name}",
+            kind=SpanKind.SERVER,
+            attributes={
+                "rpc.system": "grpc",
+                "rpc.service": service_full_name(),
+                "rpc.method": method.name,
+            },
+            parent=traced,
+        ):
+            return await self._dispatch(method, raw, context)
+
+    async def _dispatch(
         self, method: ServiceMethod, raw: bytes, context: grpc.aio.ServicerContext
     ) -> Any:
         authorization, duplicated, version = _service_parameters(context)

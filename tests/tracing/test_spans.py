@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import INVALID_SPAN
@@ -127,3 +128,41 @@ def test_log_lines_inside_a_span_carry_its_ids_in_both_formats() -> None:
     assert f"trace_id={TRACE_ID}" in plain and f"span_id={span_id}" in plain
     assert "trace_id" not in json.loads(JsonFormatter().format(outside))
     assert "trace_id" not in PlainFormatter().format(outside)
+
+
+async def test_a_grpc_call_gets_a_server_span_continuing_the_callers_trace(
+    db_url: str,
+) -> None:
+    import grpc
+    from a2a.types import a2a_pb2, a2a_pb2_grpc
+
+    from app.interfaces import GRPC, interface_url
+    from tests.grpc.conftest import USER, free_port, grpc_server
+
+    exporter = InMemorySpanExporter()
+    async with edge_harness(
+        db_url, background=True, otel_endpoint="http://127.0.0.1:9", grpc_port=free_port()
+    ) as edge:
+        assert edge.services.tracing.provider is not None
+        edge.services.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+        await edge.add_tenant("open", agent="echo", require_push_config=False, profile="open")
+        target = f"127.0.0.1:{grpc_server(edge).port}"
+        token = edge.gateway.mint(
+            tenant="open", identity=USER, audience=interface_url(edge.settings, GRPC)
+        )
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError):
+                await stub.GetTask(
+                    a2a_pb2.GetTaskRequest(tenant="open", id="missing"),
+                    metadata=(
+                        ("authorization", f"Bearer {token}"),
+                        ("a2a-version", "1.0"),
+                        ("traceparent", f"00-{TRACE_ID}-{PARENT}-01"),
+                    ),
+                )
+        (server,) = [s for s in exporter.get_finished_spans() if s.name.endswith("/GetTask")]
+        assert format(server.context.trace_id, "032x") == TRACE_ID
+        assert format(server.parent.span_id, "016x") == PARENT
+        assert server.attributes["rpc.system"] == "grpc"
+        assert server.attributes["error.type"] == "TaskNotFound"
