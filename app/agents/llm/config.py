@@ -11,9 +11,18 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from app.agents.llm.delegation.config import DelegationConfig
+from app.agents.llm.peer_directory import PeerEntry, check_directory, credential_in
 from app.attachments.policy import AttachmentsConfig
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -114,6 +123,10 @@ class LlmConfig(BaseModel):
     delegation: DelegationConfig | None = None  # rounds of subtasks (app.agents.llm.delegation)
     negotiation: NegotiationConfig | None = None
     attachments: AttachmentsConfig = AttachmentsConfig()  # app.attachments (issue 55)
+    # The A2A agents this agent may call (app.peers, issue 54); http to loopback peers only
+    # with allow_http_loopback (development).
+    allow_http_loopback: bool = False
+    agents: dict[str, PeerEntry] = Field(default_factory=dict)
 
     @property
     def negotiates(self) -> bool:
@@ -127,6 +140,23 @@ class LlmConfig(BaseModel):
                 raise ValueError(f"'{name[:64]}' is not a tool name")
         if len(set(value)) != len(value):
             raise ValueError("a tool is named twice")
+        return value
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _no_literal_credentials(cls, value: Any) -> Any:
+        where = credential_in(value)
+        if where is not None:
+            raise ValueError(
+                f"{where} holds a literal credential; keep it in the worker's environment "
+                'and name the variable with auth {"bearer_env": NAME}'
+            )
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _directory(cls, value: dict[str, PeerEntry], info: ValidationInfo) -> dict[str, PeerEntry]:
+        check_directory(value, allow_http_loopback=bool(info.data.get("allow_http_loopback")))
         return value
 
 
