@@ -23,13 +23,14 @@ import grpc
 from google.protobuf.message import Message
 from opentelemetry.trace import SpanKind
 
-from app.errors import EdgeError, InternalError, Unauthorized
+from app.errors import EdgeError, InternalError
 from app.grpc.messages import params_of, parse_request, response_of
 from app.grpc.methods import ServiceMethod, service_full_name, service_methods
 from app.grpc.status import GrpcFailure, failure_of, internal_failure
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
-from app.rpc.dispatch import RpcObserver, TokenVerifier
+from app.rpc.dispatch import RpcObserver
+from app.rpc.token_check import TokenVerifier, verified_caller
 from app.tracing import spans
 
 log = logging.getLogger("looping_edge.grpc")
@@ -149,19 +150,13 @@ class A2AGrpcService:
         self, method: ServiceMethod, raw: bytes, context: grpc.aio.ServicerContext
     ) -> Any:
         authorization, duplicated, version = _service_parameters(context)
-        try:
-            if duplicated:
-                # Two credentials are ambiguous (which one did a proxy add?): refuse both.
-                raise Unauthorized(
-                    "more than one authorization entry", reason="duplicate_authorization"
-                )
-            caller = await self._verifier.verify(authorization)
-        except EdgeError as exc:
-            if self._observer is not None:
-                self._observer.token_refused(exc.reason)
-            raise
-        if self._observer is not None:
-            self._observer.token_verified()
+        caller = await verified_caller(
+            self._verifier,
+            authorization,
+            duplicated=duplicated,
+            observer=self._observer,
+            duplicate_text="more than one authorization entry",
+        )
         params = params_of(parse_request(raw, method.request))
         return await self._calls.dispatch(
             caller, params.get("tenant"), method.name, params, version=version

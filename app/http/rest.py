@@ -31,7 +31,6 @@ from app.errors import (
     MethodNotFound,
     ParseError,
     RpcError,
-    Unauthorized,
 )
 from app.http.rest_errors import JSON, error_body, refusal_body
 from app.http.rest_routes import RestRoute, match, query_params
@@ -39,9 +38,10 @@ from app.http.routes import BoundedBody, read_headers, send_outcome
 from app.http.sse import send_stream
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
-from app.rpc.dispatch import ClientDisconnected, RpcObserver, RpcOutcome, TokenVerifier
+from app.rpc.dispatch import ClientDisconnected, RpcObserver, RpcOutcome
 from app.rpc.media_type import is_json
 from app.rpc.responses import encode, sse_event
+from app.rpc.token_check import TokenVerifier, verified_caller
 
 log = logging.getLogger("looping_edge.rest")
 
@@ -97,19 +97,15 @@ class RestEndpoint:
     ) -> RpcOutcome:
         started = time.perf_counter()
         method = route.method if route is not None else "unknown"
-        verified = False
         try:
             if route is None:
                 raise MethodNotFound("no such operation on the HTTP+JSON binding")
-            if duplicate_authorization:
-                # Two credentials are ambiguous (which one did a proxy add?): refuse both.
-                raise Unauthorized(
-                    "more than one Authorization header", reason="duplicate_authorization"
-                )
-            caller = await self._verifier.verify(authorization)
-            verified = True
-            if self._observer is not None:
-                self._observer.token_verified()
+            caller = await verified_caller(
+                self._verifier,
+                authorization,
+                duplicated=duplicate_authorization,
+                observer=self._observer,
+            )
             params = await self._params(route, content_type, read_body, query)
             result = await self._calls.dispatch(
                 caller, route.tenant, route.method, params, version=version
@@ -118,8 +114,6 @@ class RestEndpoint:
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:
-            if not verified and self._observer is not None:
-                self._observer.token_refused(refusal.reason)
             self._finished(method, refusal.reason, started)
             body, headers = refusal_body(refusal)
             return RpcOutcome(refusal.status_code, body, media_type=JSON, headers=headers)

@@ -30,15 +30,12 @@ from app.rpc.context import StreamResult
 from app.rpc.envelope import EnvelopeError, JsonRpcRequest, RequestId, parse_request
 from app.rpc.media_type import is_json
 from app.rpc.responses import encode, failure, sse_event, success_body
+from app.rpc.token_check import TokenVerifier, verified_caller
 from app.security.caller import VerifiedCaller
 
 log = logging.getLogger("looping_edge.rpc")
 
 BodyReader = Callable[[int], Awaitable[bytes]]
-
-
-class TokenVerifier(Protocol):
-    async def verify(self, authorization: str | None) -> VerifiedCaller: ...
 
 
 class RpcObserver(Protocol):
@@ -148,17 +145,13 @@ class RpcDispatcher:
     ) -> RpcOutcome:
         started = time.perf_counter()
         method = "-"
-        verified = False
         try:
-            if duplicate_authorization:
-                # Two credentials are ambiguous (which one did a proxy add?): refuse both.
-                raise Unauthorized(
-                    "more than one Authorization header", reason="duplicate_authorization"
-                )
-            caller = await self._verifier.verify(authorization)
-            verified = True
-            if self._observer is not None:
-                self._observer.token_verified()
+            caller = await verified_caller(
+                self._verifier,
+                authorization,
+                duplicated=duplicate_authorization,
+                observer=self._observer,
+            )
             if not is_json(content_type):
                 self._finished(method, ContentTypeNotSupported.default_reason, started)
                 return _unsupported_media_type()
@@ -184,10 +177,7 @@ class RpcDispatcher:
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:
-            # Refusals of the token itself (steps 1-7, incl. the 400 for an identity without
-            # key); a tenant mismatch after verification is counted with the RPC outcome only.
-            if not verified and self._observer is not None:
-                self._observer.token_refused(refusal.reason)
+            # The token's own refusals are counted by ``verified_caller`` too.
             self._finished(method, refusal.reason, started)
             return _refusal(refusal)
         except EnvelopeError as exc:
