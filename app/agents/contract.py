@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.agents.envelope import TurnEnvelope, parse_envelope
+from app.security.caller import PeerSender
 
 JsonDict = dict[str, Any]
 
@@ -90,6 +91,9 @@ class TurnContext:
     # The task's messages as stored now (protobuf-JSON, oldest first): steering messages that
     # joined the task while this turn runs are among them (None: not offered by the runtime).
     read_history: Callable[[], Awaitable[Sequence[JsonDict]]] | None = None
+    # A peer agent's turn (CONTRACT §10): who sent it, from its verified token (issue 54);
+    # None for a gateway's caller.
+    peer: PeerSender | None = None
 
     @property
     def turn(self) -> TurnEnvelope:

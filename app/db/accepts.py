@@ -21,7 +21,7 @@ inside the unit of work when none of ours has a free slot (``app.db.signals``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -40,6 +40,9 @@ class NewTurn:
     payload: dict[str, Any]
     message: dict[str, Any]  # the user's message; the store adds taskId and contextId
     push: SealedPush | None
+    # A new task's metadata (a peer's turn: ``looping.peer``, issue 54); a continuation's
+    # task keeps the metadata it was created with.
+    task_metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ one identity cannot queue without bound while the workers serve everyone in turn
 counts after the idempotency decision, so a retry of an accepted message still gets its task;
 continuations are never counted nor refused (a question's answer must always get through).
 
+A peer agent's turn (CONTRACT §10) carries its sender, from the verified token only: the
+turn's payload holds it for the agent and a new task records it in its metadata as
+``looping.peer`` (issue 54, provenance); nothing in the message can claim it.
+
 With the tenant setting ``dedupe_message_ids`` off, the turn's key is the message id plus a
 random suffix: every message starts a new turn (some test clients reuse message ids).
 """
@@ -41,7 +45,7 @@ from app.db.documents import RawJson
 from app.db.engine import Database
 from app.db.push_configs import SealedPush
 from app.errors import TooManyRequests, UnsupportedOperation
-from app.security.caller import CallerScope
+from app.security.caller import PEER_METADATA_KEY, CallerScope, PeerSender
 from app.settings import Settings
 from app.tasks import states
 from app.tasks.push_configs import PushConfigInput, seal
@@ -77,6 +81,7 @@ UNBOUNDED = QueueBound(None, 1)
 class _TurnSpec:
     dedupe: bool
     identity: dict[str, Any]
+    sender: PeerSender | None
 
 
 class Acceptor:
@@ -93,24 +98,21 @@ class Acceptor:
         *,
         dedupe: bool = True,
         identity: Mapping[str, Any] | None = None,
+        sender: PeerSender | None = None,
         steerable: bool = False,
     ) -> Accepted:
         """``identity`` (the verified identity claim) travels in the turn payload for the
         agent; it is not part of the idempotency hash (the key already scopes by identity).
+        ``sender``: a peer's turn, from its verified token (``VerifiedCaller.sender``).
         ``steerable``: the tenant's agent takes steering (a plain message for a task still
         running joins its loop instead of being refused)."""
+        spec = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}), sender=sender)
         with span("accept", attributes={TENANT: scope.tenant}):
-            return await self._accept(scope, request, identity, dedupe, steerable)
+            return await self._accept(scope, request, spec, steerable)
 
     async def _accept(
-        self,
-        scope: CallerScope,
-        request: SendRequest,
-        identity: Mapping[str, Any] | None,
-        dedupe: bool,
-        steerable: bool,
+        self, scope: CallerScope, request: SendRequest, spec: _TurnSpec, steerable: bool
     ) -> Accepted:
-        spec = _TurnSpec(dedupe=dedupe, identity=dict(identity or {}))
         now = utcnow()
         # Continuation (``message.taskId``) and a new task are both SUBMITTED once accepted.
         submission = Submission(states.SUBMITTED, status_doc(states.SUBMITTED, now), now)
@@ -188,6 +190,9 @@ class Acceptor:
             payload=_turn_payload(request, task_id, spec),
             message=dict(request.message),
             push=None if request.push is None else self._seal(request.push),
+            task_metadata=(
+                {} if spec.sender is None else {PEER_METADATA_KEY: spec.sender.to_json()}
+            ),
         )
 
     def _seal(self, push: PushConfigInput) -> SealedPush:
@@ -203,6 +208,8 @@ def _turn_payload(request: SendRequest, task_id: str, turn: _TurnSpec) -> dict[s
         "message": {**request.message, "taskId": task_id},
         "identity": turn.identity,
     }
+    if turn.sender is not None:
+        payload["peer"] = turn.sender.to_json()
     if request.accepted_output_modes:
         payload["acceptedOutputModes"] = list(request.accepted_output_modes)
     # The accept span's context (tracing on): the worker's run continues this trace, in

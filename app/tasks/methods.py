@@ -109,6 +109,7 @@ class TaskMethods:
                 request,
                 dedupe=call.tenant.dedupe_message_ids,
                 identity=call.caller.identity,
+                sender=call.caller.sender,
                 steerable=call.tenant.agent_kind == "llm" and turn is None,
             )
         except EdgeError:

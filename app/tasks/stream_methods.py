@@ -59,6 +59,7 @@ class StreamMethods:
                 request,
                 dedupe=call.tenant.dedupe_message_ids,
                 identity=call.caller.identity,
+                sender=call.caller.sender,
                 steerable=call.tenant.agent_kind == "llm",
             )
         except BaseException:

@@ -26,6 +26,7 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
 )
+from app.security.caller import PeerSender
 from app.tasks import states
 from app.tasks.outcome import MESSAGE_RESULT_KEY, TurnOutcome
 from app.tasks.wire import normalise
@@ -146,3 +147,8 @@ def message_of(payload: Mapping[str, Any]) -> dict[str, Any]:
 def identity_of(payload: Mapping[str, Any]) -> dict[str, Any]:
     identity = payload.get("identity")
     return dict(identity) if isinstance(identity, Mapping) else {}
+
+
+def sender_of(payload: Mapping[str, Any]) -> PeerSender | None:
+    """A peer's turn: its sender, as the accept recorded it from the verified token."""
+    return PeerSender.from_json(payload.get("peer"))

@@ -48,7 +48,7 @@ from app.tasks.outcome import TurnOutcome
 from app.tenants.registry import TenantRecord
 from app.tracing.spans import TENANT, span, stored_carrier
 from app.worker import mailbox, turn_start
-from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of
+from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of, sender_of
 from app.worker.lease import Lease, still_held
 from app.worker.mailbox import QueuedTurn
 from app.worker.watch import TurnWatch
@@ -288,6 +288,7 @@ class _TurnRun:
             sessions=self.r.sessions,
             envelope=envelope,
             read_history=self._read_history,
+            peer=sender_of(self.turn.payload),
         )
 
     async def _read_history(self) -> Sequence[dict[str, Any]]:

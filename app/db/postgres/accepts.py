@@ -47,14 +47,14 @@ from app.db.statement_pool import StatementPool
 from app.db.states import UNFINISHED_TURNS_SQL
 from app.security.caller import CallerScope
 
-# The turn's row: as given, or (bounded accept) only while the identity has fewer than $20
+# The turn's row: as given, or (bounded accept) only while the identity has fewer than $21
 # unfinished new-task turns, counted by ``queued`` below. The casts give the parameters the
 # types the plain VALUES form infers from the columns.
 _TURN_VALUES = "VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, $7, $8, $9, $9)"
 _TURN_WITHIN_LIMIT = """
     SELECT $1::varchar, $2::text, $3::text, $4::varchar, $5::varchar, $6::varchar, 0, NULL,
            $7::varchar, $8::jsonb, $9::timestamptz, $9::timestamptz
-     WHERE (SELECT n FROM queued) < $20::int"""
+     WHERE (SELECT n FROM queued) < $21::int"""
 # The identity's unfinished ``start`` turns, up to the limit: the walk of ``ix_turns_unfinished``
 # stops there (the statuses are text so that a generic plan uses it: ``states``).
 _QUEUED = f"""queued AS (
@@ -62,11 +62,11 @@ _QUEUED = f"""queued AS (
         SELECT 1 FROM turns
          WHERE tenant = $1 AND identity = $2 AND status IN {UNFINISHED_TURNS_SQL}
            AND kind = $5
-         LIMIT $20::int) AS q
+         LIMIT $21::int) AS q
 ), """  # noqa: S608 (constant fragments only)
 # Full: nothing was inserted, the limit is reached and no committed twin holds the key (a
 # retry of an accepted message gets its task, by the shared transaction).
-_FULL = """(SELECT n FROM queued) >= $20::int AND NOT EXISTS (
+_FULL = """(SELECT n FROM queued) >= $21::int AND NOT EXISTS (
     SELECT 1 FROM turns WHERE tenant = $1 AND identity = $2 AND message_id = $3)"""
 
 
@@ -84,7 +84,7 @@ WITH {queued}turn AS (
 ), task AS (
     INSERT INTO tasks (tenant, id, identity, context_id, state, status, artifacts, metadata,
                        created_at, updated_at, version)
-    SELECT $1, $4, $2, $10, $11, $12, '[]'::jsonb, '{{}}'::jsonb, $9, $9, 1 FROM turn
+    SELECT $1, $4, $2, $10, $11, $12, '[]'::jsonb, $20::jsonb, $9, $9, 1 FROM turn
 ), message AS (
     INSERT INTO task_messages (tenant, task_id, seq, role, message)
     SELECT $1, $4, 1, 'ROLE_USER', $13 FROM turn
@@ -181,7 +181,8 @@ class PostgresAccepts:
         row = await self._start_new(scope, turn, task_id, context_id, submission, queued_limit)
         if row["id"] is not None:
             self._turns.notify_local()
-            return Accepted(task=_new_task(scope, task_id, context_id, submission), created=True)
+            task = _new_task(scope, task_id, context_id, submission, turn.task_metadata)
+            return Accepted(task=task, created=True)
         if row["full"] and queued_limit is not None:
             raise QueueFull(queued_limit)
         # The key is taken: the shared transaction finds the twin and answers with its task
@@ -270,6 +271,7 @@ class PostgresAccepts:
             push.auth_scheme if push is not None else None,
             push.auth_credentials_enc if push is not None else None,
             self._turns.remote_channel(),
+            _doc(turn.task_metadata),
         )
         if queued_limit is not None:
             return await self._pool.fetchrow(_ACCEPT_NEW_BOUNDED, *args, queued_limit)
@@ -279,7 +281,13 @@ class PostgresAccepts:
         return await self._pool.fetchrow(_ACCEPT_NEW, *args)
 
 
-def _new_task(scope: CallerScope, task_id: str, context_id: str, submission: Submission) -> TaskRow:
+def _new_task(
+    scope: CallerScope,
+    task_id: str,
+    context_id: str,
+    submission: Submission,
+    metadata: dict[str, Any],
+) -> TaskRow:
     """The task row ``_ACCEPT_NEW`` wrote, as the answer needs it (not read back)."""
     return TaskRow(
         tenant=scope.tenant,
@@ -289,7 +297,7 @@ def _new_task(scope: CallerScope, task_id: str, context_id: str, submission: Sub
         state=submission.state,
         status=submission.status,
         artifacts=[],
-        metadata_={},
+        metadata_=dict(metadata),
         created_at=submission.at,
         updated_at=submission.at,
         version=1,

@@ -67,7 +67,7 @@ class SharedAccepts:
                 state=submission.state,
                 status=submission.status,
                 artifacts=[],
-                metadata_={},
+                metadata_=dict(turn.task_metadata),
                 created_at=submission.at,
                 updated_at=submission.at,
                 version=1,
