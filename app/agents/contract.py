@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.agents.envelope import TurnEnvelope, parse_envelope
+from app.agents.envelope import TurnEnvelope, turn_envelope
 from app.security.caller import PeerSender
 
 JsonDict = dict[str, Any]
@@ -98,7 +98,7 @@ class TurnContext:
     @property
     def turn(self) -> TurnEnvelope:
         """The incoming turn's envelope (parsed from the message when the runtime gave none)."""
-        return self.envelope or parse_envelope(first_text(self.message))
+        return self.envelope or turn_envelope(first_text(self.message), self.peer)
 
     async def progress(self, step_key: str, text: str) -> None:
         """Publish a progress message (``WORKING`` + text, pushed as ``<taskId>:<step_key>``).

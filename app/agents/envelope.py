@@ -2,13 +2,20 @@
 ``<turn from="Grace" id="U2" channel="general" at="…Z">hello</turn>``, attribute values
 XML-escaped (``& < > "``). Parsed once per turn; every agent gets the inner text and the
 attributes as fields of its ``TurnContext``. Text without the envelope is used as is.
+
+A peer agent's turn (CONTRACT §10) is no gateway's: its text is never read as an envelope
+(a peer cannot name a gateway user as its sender), and the model sees it headed by the peer's
+name and origin from the verified token (issue 54, provenance).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import dataclass
+
+from app.security.caller import PeerSender
 
 _ENVELOPE = re.compile(r'\A\s*<turn((?:\s+[A-Za-z_][\w-]*="[^"<]*")*)\s*>(.*)</turn>\s*\Z', re.S)
 _ATTRIBUTE = re.compile(r'([A-Za-z_][\w-]*)="([^"<]*)"')
@@ -21,6 +28,7 @@ class TurnEnvelope:
     sender_message_id: str | None = None  # ``id``: the platform's message id
     channel: str | None = None
     sent_at: str | None = None  # ``at``: ISO 8601
+    peer: PeerSender | None = None  # a peer agent's turn: who sent it (verified token)
 
     @property
     def wrapped(self) -> bool:
@@ -28,6 +36,8 @@ class TurnEnvelope:
 
     def for_model(self) -> str:
         """The text as the model sees it: the sender and channel named, faithfully."""
+        if self.peer is not None:
+            return f"{peer_heading(self.peer)}\n{self.text}"
         if not self.wrapped:
             return self.text
         head = f"[from {self.sender or 'unknown'}"
@@ -36,6 +46,18 @@ class TurnEnvelope:
         if self.sent_at:
             head += f" at {self.sent_at}"
         return f"{head}]\n{self.text}"
+
+
+def peer_heading(peer: PeerSender) -> str:
+    """The line that names a peer's turn for the model; the name is the peer's own words, so
+    it is quoted as a JSON string (it cannot close the bracket or start a line)."""
+    name = json.dumps(peer.name, ensure_ascii=False)
+    return f"[A2A message from the peer agent {name} at {peer.origin} (verified sender)]"
+
+
+def turn_envelope(text: str, peer: PeerSender | None) -> TurnEnvelope:
+    """A turn's envelope: a peer's text as is, headed by its sender; a gateway's parsed."""
+    return TurnEnvelope(text=text, peer=peer) if peer is not None else parse_envelope(text)
 
 
 def parse_envelope(text: str) -> TurnEnvelope:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from opentelemetry.trace import SpanKind
 
 from app.agents.contract import TurnContext, TurnStopped, first_text
-from app.agents.envelope import parse_envelope
+from app.agents.envelope import turn_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
 from app.db.fence import Fence
@@ -268,7 +268,8 @@ class _TurnRun:
 
     def _context(self, snapshot: Snapshot, tenant: TenantRecord) -> TurnContext:
         message = message_of(self.turn.payload)
-        envelope = parse_envelope(first_text(message))
+        peer = sender_of(self.turn.payload)
+        envelope = turn_envelope(first_text(message), peer)
         task_doc = snapshot.task
         return TurnContext(
             tenant=self.scope.tenant,
@@ -288,7 +289,7 @@ class _TurnRun:
             sessions=self.r.sessions,
             envelope=envelope,
             read_history=self._read_history,
-            peer=sender_of(self.turn.payload),
+            peer=peer,
         )
 
     async def _read_history(self) -> Sequence[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_ai.messages import ModelRequest
 
 from app.agents.contract import TurnContext, first_text
-from app.agents.envelope import parse_envelope
+from app.agents.envelope import turn_envelope
 from app.agents.llm.attachments import user_prompt
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.turn_session import TurnSession
@@ -54,6 +54,7 @@ class Steering:
     async def take(self) -> None:
         """Steering joins the session before the next model call, in arrival order."""
         for message in await self.found(fresh=False):
-            envelope = parse_envelope(first_text(message))
+            # The task's steering comes from its own caller: a peer's, like its first turn.
+            envelope = turn_envelope(first_text(message), self.ctx.peer)
             part = user_prompt(envelope.for_model(), message, self.config.attachments)
             await self.session.save(f"user:{message['messageId']}", ModelRequest(parts=[part]))
