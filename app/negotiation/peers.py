@@ -13,7 +13,6 @@ Errors are ``PeerError`` with a message fit for the model: no token, key or exce
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
 import uuid
@@ -22,14 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from cryptography.exceptions import InvalidSignature
 
-from app.cards.canonical import CardFormatError, canonical_payload
+from app.cards.verify import CardRejected, CardVerifier
 from app.db.peer_pins import PeerPinStore
 from app.errors import EdgeError
 from app.origins import OriginError
 from app.security.jwks import JwksFetcher
-from app.security.keys import SigningKey, compact_json
+from app.security.keys import SigningKey
+from app.security.peer_tokens import peer_token
 from app.settings import Settings
 
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
@@ -37,7 +36,6 @@ CARD_SECONDS = 30.0  # research §1.1: card fetch deadline
 SEND_DEADLINE_SECONDS = 180.0  # issue 51: a turn's answer, blocking send and polls together
 POLL_SECONDS = 0.2
 MAX_DOCUMENT_BYTES = 256 * 1024
-TOKEN_SECONDS = 120
 A2A_VERSION = "1.0"
 WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 
@@ -64,14 +62,6 @@ class PeerCard:
     skills: tuple[str, ...]
 
 
-def _b64decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
 class PeerClient:
     def __init__(
         self,
@@ -92,6 +82,7 @@ class PeerClient:
         self._sleep = sleep
         self._clock = clock
         self._pins = pins
+        self._cards = CardVerifier(jwks, pins, lambda jku: self._peers.check_url(jku, what="jku"))
 
     def counterparty(self, url: str, tenant: str) -> Counterparty:
         """Only an origin in ``PEER_ORIGINS`` may be dialled (nothing else is reachable)."""
@@ -136,54 +127,12 @@ class PeerClient:
         return doc
 
     async def _verify(self, peer: Counterparty, card: Mapping[str, Any]) -> None:
-        """A2A §8.4.3: one detached EdDSA JWS over the canonical card, by the key the
-        counterparty's JWKS holds under the signature's ``kid``, ``jku`` on its own origin;
-        the pair is pinned on first use and a different one later is refused."""
-        signatures = card.get("signatures")
-        if not isinstance(signatures, list) or len(signatures) != 1:
-            raise PeerError("the counterparty's card must carry exactly one signature")
-        signature = signatures[0]
-        if not isinstance(signature, Mapping):
-            raise PeerError("the counterparty's card signature is malformed")
-        protected, value = signature.get("protected"), signature.get("signature")
-        if not isinstance(protected, str) or not isinstance(value, str):
-            raise PeerError("the counterparty's card signature is malformed")
+        """A2A §8.4.3 through ``app.cards.verify``: a counterparty's cards must be signed; the
+        ``jku`` on its origin and in ``PEER_ORIGINS``; the key pinned on first use."""
         try:
-            header = json.loads(_b64decode(protected))
-            raw_signature = _b64decode(value)
-        except ValueError:
-            raise PeerError("the counterparty's card signature is malformed") from None
-        if not isinstance(header, dict) or header.get("alg") != "EdDSA" or "crit" in header:
-            raise PeerError("the counterparty's card signature must be plain EdDSA")
-        jku, kid = header.get("jku"), header.get("kid")
-        if not isinstance(jku, str) or not isinstance(kid, str) or not kid:
-            raise PeerError("the counterparty's card signature names no jku and kid")
-        try:
-            parsed = self._peers.check_url(jku, what="jku")
-        except (OriginError, EdgeError):
-            raise PeerError("the counterparty's card names a jku off its origin") from None
-        if parsed.origin != peer.origin:
-            raise PeerError("the counterparty's card names a jku off its origin")
-        # A changed pin is refused before anything is fetched from the (new) jku.
-        pinned = await self._pins.pinned(peer.origin)
-        if pinned is not None and pinned != (jku, kid):
-            raise PeerError("the counterparty's signing key differs from the one pinned")
-        try:
-            key = await self._jwks.get_key(parsed, kid)
-        except EdgeError:
-            raise PeerError("the counterparty's signing key cannot be fetched") from None
-        try:
-            payload = canonical_payload(card)
-        except CardFormatError:
-            raise PeerError("the counterparty's card cannot be canonicalised") from None
-        signing_input = f"{protected}.{_b64encode(payload)}".encode("ascii")
-        try:
-            key.verify(raw_signature, signing_input)
-        except InvalidSignature:
-            raise PeerError("the counterparty's card signature does not verify") from None
-        # Pinned once verified, never before; a racing first use that pinned another pair wins.
-        if await self._pins.pin(peer.origin, jku, kid) != (jku, kid):
-            raise PeerError("the counterparty's signing key differs from the one pinned")
+            await self._cards.verify(peer.origin, card, required=True)
+        except CardRejected as exc:
+            raise PeerError(f"the counterparty's {exc}") from None
 
     def _endpoint(self, peer: Counterparty, card: Mapping[str, Any]) -> str:
         for interface in card.get("supportedInterfaces") or ():
@@ -200,19 +149,10 @@ class PeerClient:
     # --- calls ------------------------------------------------------------------------------
 
     def token(self, peer: Counterparty, endpoint: str, *, our_tenant: str, our_name: str) -> str:
-        now = int(time.time())
-        settings = self._settings
-        header = {"alg": "EdDSA", "kid": self._key.kid, "jku": settings.jwks_url}
-        claims = {
-            "iss": settings.public_origin,
-            "aud": endpoint,
-            "iat": now,
-            "exp": now + TOKEN_SECONDS,
-            "jti": str(uuid.uuid4()),
-            settings.identity_claim: {"key": our_tenant, "name": our_name},
-            settings.tenant_claim: peer.tenant,
-        }
-        return self._key.sign_compact(header, compact_json(claims))
+        identity = {"key": our_tenant, "name": our_name}
+        return peer_token(
+            self._settings, self._key, audience=endpoint, tenant=peer.tenant, identity=identity
+        )
 
     async def _rpc(
         self,
