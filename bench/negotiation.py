@@ -39,10 +39,9 @@ from app.db.engine import Database
 from app.db.migrate import upgrade_to_head
 from app.db.storage import open_storage
 from app.security.keys import generate_private_jwk
-from app.tenants.registry import TenantRecord, TenantStore
-from app.testing.edge import demo_manifest
 from app.testing.gateway import GatewayKit
 from app.testing.jwks_server import serve_jwks
+from app.testing.tenants import add_tenant_at, open_tenant
 from bench.pg import Databases, sqlalchemy_url
 from bench.procs import free_port, start
 
@@ -69,23 +68,6 @@ def _config(model_url: str, turns: int) -> dict[str, Any]:
         "system_prompt": "You negotiate for the benchmark.",
         "negotiation": {"enabled": True, "max_turns": turns, "negotiator_prompt": "Counter."},
     }
-
-
-async def _add(url: str, tenant: str, config: dict[str, Any]) -> None:
-    db = Database(url)
-    try:
-        await TenantStore(db).add(
-            TenantRecord(
-                id=tenant,
-                manifest=demo_manifest(tenant),
-                agent_kind="llm",
-                agent_config=config,
-                require_push_config=False,
-                profile="open",
-            )
-        )
-    finally:
-        await db.dispose()
 
 
 async def _model_latency(model_url: str, calls: int = 50) -> float:
@@ -209,8 +191,9 @@ async def run(url_a: str, url_b: str, turns: int, runs: int, log_dir: Path) -> d
         kit = GatewayKit()
         async with serve_jwks(kit):
             with fake_model(edge_b) as model_url:
-                await _add(url_a, "buyer", _config(model_url, turns))
-                await _add(url_b, "seller", _config(model_url, turns))
+                config = _config(model_url, turns)
+                await add_tenant_at(url_a, open_tenant("buyer", agent="llm", agent_config=config))
+                await add_tenant_at(url_b, open_tenant("seller", agent="llm", agent_config=config))
                 for name, url, port, peer in (
                     ("edge-a", url_a, port_a, edge_b),
                     ("edge-b", url_b, port_b, edge_a),

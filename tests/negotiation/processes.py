@@ -13,10 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.db.engine import Database
 from app.security.keys import generate_private_jwk
-from app.tenants.registry import TenantRecord, TenantStore
-from app.testing.edge import demo_manifest
 from app.testing.gateway import GatewayKit
 from app.testing.jwks_server import serve_jwks
 from tests.e2e.processes import Process, edge_env, free_port, process, wait_ready
@@ -61,23 +58,6 @@ class TwoEdges:
             doc = (await client.post(endpoint, json=body, headers=headers)).json()
         assert "result" in doc, doc
         return dict(doc["result"].get("task", doc["result"]))
-
-
-async def add_tenant(url: str, tenant: str, name: str, config: dict[str, Any]) -> None:
-    db = Database(url)
-    try:
-        await TenantStore(db).add(
-            TenantRecord(
-                id=tenant,
-                manifest=demo_manifest(name),
-                agent_kind="llm",
-                agent_config=config,
-                require_push_config=False,
-                profile="open",
-            )
-        )
-    finally:
-        await db.dispose()
 
 
 @asynccontextmanager

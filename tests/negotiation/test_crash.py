@@ -11,9 +11,10 @@ import pytest
 from app.db.engine import Database
 from app.db.storage import open_storage
 from app.testing.fake_model import FakeModelServer, text, tool_call
+from app.testing.tenants import add_tenant_at, open_tenant
 from tests.e2e.processes import until
 from tests.negotiation.kit import accepting, decision, llm_config
-from tests.negotiation.processes import TwoEdges, add_tenant, two_edge_processes
+from tests.negotiation.processes import TwoEdges, two_edge_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 BIKE = {"amount": 450, "currency": "USD"}
@@ -51,8 +52,12 @@ async def _their_task(url: str, task_id: str) -> list[dict[str, Any]]:
 
 
 async def _setup(edges: TwoEdges, url_a: str, url_b: str, fa: str, fb: str) -> None:
-    await add_tenant(url_a, "buyer", "Buyer", llm_config(fa))
-    await add_tenant(url_b, "seller", "Seller", llm_config(fb))
+    await add_tenant_at(
+        url_a, open_tenant("buyer", agent="llm", agent_config=llm_config(fa), name="Buyer")
+    )
+    await add_tenant_at(
+        url_b, open_tenant("seller", agent="llm", agent_config=llm_config(fb), name="Seller")
+    )
 
 
 async def _check_agreed(url_a: str, url_b: str) -> None:
