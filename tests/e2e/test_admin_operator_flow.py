@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +68,22 @@ async def _card(client: httpx.AsyncClient, base: str, kit: GatewayKit) -> dict[s
     return result
 
 
-async def test_an_operator_registers_a_tenant_over_the_admin_listener(
-    db_url: str, tmp_path: Path
-) -> None:
+@dataclass
+class AdminEdge:
+    """A ``looping-edge serve`` with its admin listener up, and a client for both ports."""
+
+    kit: GatewayKit
+    env: dict[str, str]
+    base: str
+    admin: str
+    edge: Process
+    client: httpx.AsyncClient
+
+
+@asynccontextmanager
+async def admin_edge(
+    db_url: str, tmp_path: Path, *serve_flags: str, **knobs: object
+) -> AsyncIterator[AdminEdge]:
     kit = GatewayKit()
     port, admin_port = free_port(), free_port()
     base, admin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin_port}"
@@ -80,12 +95,22 @@ async def test_an_operator_registers_a_tenant_over_the_admin_listener(
             signing_jwk=generate_private_jwk("e2e-edge"),
             origins=[kit.origin],
             admin_listen=f"127.0.0.1:{admin_port}",
-            tenant_refresh_seconds=REFRESH_SECONDS,
+            **knobs,
         )
-        edge = stack.enter_context(process("serve", ["serve", "--port", str(port)], env, tmp_path))
-        await wait_ready(base, edge)
+        argv = ["serve", "--port", str(port), *serve_flags]
+        edge = stack.enter_context(process("serve", argv, env, tmp_path))
+        await wait_ready(base, edge, within=60)
         client = await stack.enter_async_context(httpx.AsyncClient(trust_env=False, timeout=30))
         await _admin_up(client, admin, edge)
+        yield AdminEdge(kit, env, base, admin, edge, client)
+
+
+async def test_an_operator_registers_a_tenant_over_the_admin_listener(
+    db_url: str, tmp_path: Path
+) -> None:
+    async with admin_edge(db_url, tmp_path, tenant_refresh_seconds=REFRESH_SECONDS) as up:
+        kit, env, base, admin = up.kit, up.env, up.base, up.admin
+        edge, client = up.edge, up.client
         assert await _card(client, base, kit) is None  # no such tenant yet
 
         writer = await _token(env, "deployer", "tenants:read", "tenants:write")
@@ -151,23 +176,9 @@ def _admin_children(parent: int) -> list[int]:
 async def test_serve_with_several_workers_opens_the_admin_listener_once(
     pg_url: str, tmp_path: Path
 ) -> None:
-    kit = GatewayKit()
-    port, admin_port = free_port(), free_port()
-    base, admin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin_port}"
-    async with AsyncExitStack() as stack:
-        await stack.enter_async_context(serve_jwks(kit))
-        env = edge_env(
-            pg_url,
-            port=port,
-            signing_jwk=generate_private_jwk("e2e-edge"),
-            origins=[kit.origin],
-            admin_listen=f"127.0.0.1:{admin_port}",
-        )
-        argv = ["serve", "--port", str(port), "--workers", "2", "--no-worker", "--no-push"]
-        edge = stack.enter_context(process("serve", argv, env, tmp_path))
-        await wait_ready(base, edge, within=60)
-        client = await stack.enter_async_context(httpx.AsyncClient(trust_env=False, timeout=30))
-        await _admin_up(client, admin, edge)
+    flags = ("--workers", "2", "--no-worker", "--no-push")
+    async with admin_edge(pg_url, tmp_path, *flags) as up:
+        env, admin, edge, client = up.env, up.admin, up.edge, up.client
         token = await _token(env, "ops", "tenants:read")
         listed = await client.get(
             admin + "/v1/tenants", headers={"Authorization": f"Bearer {token}"}
