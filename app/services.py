@@ -12,6 +12,7 @@ import httpx
 
 from app.agents.llm.plugins import PluginError
 from app.agents.llm.runtime import LlmRuntime, build_llm_runtime
+from app.attachments.pdf import PdfExtractor, PdfLimits
 from app.cards.service import CardService
 from app.db.engine import Database
 from app.db.storage import open_storage
@@ -59,6 +60,8 @@ class EdgeServices:
     # The bindings' shared dispatcher: ``app.method_table.call_dispatcher(services)``.
     calls: CallDispatcher | None = None
     tracing: Tracing = TRACING_OFF  # this process's tracer provider (app.tracing)
+    # The PDF children and their per-process semaphore (issue 55, app.attachments.pdf).
+    pdf: PdfExtractor = field(default_factory=lambda: PdfExtractor(PdfLimits()))
 
     async def aclose(self) -> None:
         self.tracing.shutdown()  # the spans still queued leave before the process does
@@ -135,6 +138,7 @@ def build_services(
         gateway_client=client,
         llm=llm,
         tracing=tracing,
+        pdf=PdfExtractor(PdfLimits.from_settings(settings)),
     )
 
 

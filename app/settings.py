@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     max_image_body_bytes: int = Field(default=6 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     # The same for a tenant whose llm agent accepts documents.
     max_document_body_bytes: int = Field(default=12 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # A PDF is read in a child process (app/attachments/pdf.py): killed past this deadline,
+    # its address space capped at pdf_memory_bytes.
+    pdf_deadline_seconds: float = Field(default=15.0, gt=0, le=300)
+    pdf_memory_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=64 * 1024 * 1024, le=16 * 1024 * 1024 * 1024
+    )
     max_token_bytes: int = Field(default=8192, ge=512, le=65536)
     clock_skew_seconds: int = Field(default=30, ge=0, le=600)
     max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)

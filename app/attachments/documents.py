@@ -1,12 +1,17 @@
-"""Text documents in a turn (issue 55): plain text, Markdown or CSV, inline, UTF-8,
-non-empty, at most ``MAX_DOCUMENT_BYTES``, one per message. The model gets the text framed
-as untrusted reference material (``framed``), never as instructions."""
+"""Documents in a turn (issue 55), one per message, inline: plain text, Markdown or CSV
+(UTF-8, non-empty, at most ``MAX_DOCUMENT_BYTES``) or a PDF (its bytes start ``%PDF-``, at
+most ``MAX_PDF_BYTES``; its text is read in a child process, ``app.attachments.pdf``). The
+model gets the text framed as untrusted reference material (``framed``), never as
+instructions, and never a PDF's bytes."""
 
 from __future__ import annotations
 
+from app.attachments.pdf import PDF_MAGIC, PDF_TYPE, refusal
+from app.attachments.pdf_worker import MAX_PDF_BYTES
 from app.errors import ContentTypeNotSupported
 
-DOCUMENT_TYPES = ("text/plain", "text/markdown", "text/csv")
+TEXT_DOCUMENT_TYPES = ("text/plain", "text/markdown", "text/csv")
+DOCUMENT_TYPES = (PDF_TYPE, *TEXT_DOCUMENT_TYPES)
 MAX_DOCUMENT_BYTES = 128 * 1024
 MAX_DOCUMENTS = 1
 
@@ -16,6 +21,12 @@ def document_type(declared: str) -> str | None:
     ignored: the bytes must be UTF-8 whatever they say), else ``None``."""
     base = declared.split(";", 1)[0].strip().lower()
     return base if base in DOCUMENT_TYPES else None
+
+
+def text_document_type(declared: str) -> str | None:
+    """``document_type`` for the documents whose bytes are their text (not a PDF)."""
+    found = document_type(declared)
+    return found if found in TEXT_DOCUMENT_TYPES else None
 
 
 def decode_document(data: bytes) -> str | None:
@@ -29,7 +40,15 @@ def decode_document(data: bytes) -> str | None:
     return text
 
 
-def check_document(data: bytes, index: int) -> None:
+def check_document(data: bytes, index: int, media_type: str = "text/plain") -> None:
+    """The checks before acceptance; a PDF's text is read later (``PdfExtractor``)."""
+    if media_type == PDF_TYPE:
+        if len(data) > MAX_PDF_BYTES:
+            raise refusal("document_too_large", index)
+        if not data.startswith(PDF_MAGIC):
+            raise refusal("document_unreadable", index)
+        return
+
     def refuse(message: str, reason: str) -> ContentTypeNotSupported:
         return ContentTypeNotSupported(
             f"params.message.parts[{index}]: {message}",

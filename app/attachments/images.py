@@ -67,8 +67,9 @@ def check_attachments(parts: Iterable[Part], policy: AttachmentPolicy) -> list[C
             continue
         sniffed = sniff_image(part.raw) if policy.images else None
         declared = part.media_type.strip().lower()
-        if sniffed is None and policy.documents and document_type(declared):
-            check_document(part.raw, index)
+        media_type = document_type(declared) if policy.documents else None
+        if sniffed is None and media_type is not None:
+            check_document(part.raw, index, media_type)
             documents += 1
             if documents > MAX_DOCUMENTS:
                 raise _refuse(

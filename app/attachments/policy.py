@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 IMAGE_TYPES = ("image/jpeg", "image/png")
-DOCUMENT_TYPES = ("text/plain", "text/markdown", "text/csv")  # app.attachments.documents
+DOCUMENT_TYPES = ("application/pdf", "text/plain", "text/markdown", "text/csv")  # .documents
 
 
 class AttachmentsConfig(BaseModel):

@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from app.attachments.documents import MAX_DOCUMENTS, decode_document, document_type, framed
+from app.attachments.documents import MAX_DOCUMENTS, decode_document, framed, text_document_type
 from app.attachments.images import MAX_IMAGES, sniff_image
 from app.attachments.policy import AttachmentsConfig
 
@@ -46,11 +46,12 @@ def images_of(message: Mapping[str, Any]) -> list[BinaryContent]:
 
 
 def documents_of(message: Mapping[str, Any]) -> list[str]:
-    """The message's text documents, framed as untrusted reference material."""
+    """The message's text documents, framed as untrusted reference material (a PDF's
+    text is read at acceptance, not from its bytes here)."""
     found: list[str] = []
     for part in message.get("parts") or ():
         raw = part.get("raw") if isinstance(part, Mapping) else None
-        media_type = document_type(str(part.get("mediaType") or "")) if raw else None
+        media_type = text_document_type(str(part.get("mediaType") or "")) if raw else None
         if not isinstance(raw, str) or media_type is None:
             continue
         try:
