@@ -5,7 +5,7 @@ each listing the other in ``PEER_ORIGINS``; the gateway's JWKS served by the tes
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,13 +62,23 @@ class TwoEdges:
 
 @asynccontextmanager
 async def two_edge_processes(
-    url_a: str, url_b: str, log_dir: Path, **knobs: object
+    url_a: str,
+    url_b: str,
+    log_dir: Path,
+    *,
+    kit: GatewayKit | None = None,
+    env_a: Mapping[str, str] | None = None,
+    **knobs: object,
 ) -> AsyncIterator[TwoEdges]:
-    kit = GatewayKit()
+    """``kit``: a gateway whose JWKS the caller already serves (a ``push_receiver(kit=...)``
+    is a whole gateway: its pushes then verify too); ``env_a``: more environment for A's
+    processes (the variable a ``bearer_env`` directory entry names, say)."""
     port_a, port_b = free_port(), free_port()
     base_a, base_b = f"http://127.0.0.1:{port_a}", f"http://127.0.0.1:{port_b}"
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(serve_jwks(kit))
+        if kit is None:
+            kit = GatewayKit()
+            await stack.enter_async_context(serve_jwks(kit))
         edges = []
         for name, url, port, peer in (("a", url_a, port_a, base_b), ("b", url_b, port_b, base_a)):
             env = edge_env(
@@ -79,6 +89,8 @@ async def two_edge_processes(
                 **knobs,
             )
             env["PEER_ORIGINS"] = json.dumps([peer])
+            if name == "a":
+                env.update(env_a or {})
             edge = EdgeProcesses(name, f"http://127.0.0.1:{port}", env, log_dir, stack)
             argv = ["serve", "--port", str(port), "--no-worker", "--no-push"]
             edge.serve = stack.enter_context(process(f"{name}-serve", argv, env, log_dir))
