@@ -12,7 +12,9 @@ are not another looping-edge.
 
 Each message the agent runs is recorded (``received``: text and ``messageId``), so a test can
 say how many times a peer got it. ``delay`` holds the answer (a slow peer; the task stays
-``WORKING`` meanwhile); ``answer`` maps the message's text to the reply, put both in the
+``WORKING`` meanwhile); ``ack_delay`` holds the acknowledgement itself (the message is received
+and recorded, but the ``SendMessage`` answer waits: a caller killed meanwhile never learns the
+task id); ``answer`` maps the message's text to the reply, put both in the
 completed task's status message and in one text artifact. The server runs uvicorn in a thread
 of its own, so a test's event loop never blocks it and worker processes reach it over HTTP.
 """
@@ -95,6 +97,8 @@ class _Executor(AgentExecutor):
         message = context.message
         text = "\n".join(p.text for p in message.parts if p.text) if message else ""
         self._peer.received.append(Received(message.message_id if message else "", text))
+        if self._peer.ack_delay:
+            await asyncio.sleep(self._peer.ack_delay)
         task = Task(
             id=context.task_id,
             context_id=context.context_id,
@@ -128,11 +132,13 @@ class SdkPeer:
         *,
         answer: Callable[[str], str] = echo,
         delay: float = 0.0,
+        ack_delay: float = 0.0,
         name: str = "sdk-peer",
     ) -> None:
         self.token = token
         self.answer = answer
         self.delay = delay
+        self.ack_delay = ack_delay
         self.name = name
         self.received: list[Received] = []
         self.refused = 0  # requests answered 401

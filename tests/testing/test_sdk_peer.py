@@ -38,3 +38,18 @@ async def test_the_token_is_required_and_the_answer_scripted() -> None:
             assert rest.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert [(r.message_id, r.text) for r in peer.received] == [("m1", "hi"), ("m2", "hi")]
     assert peer.refused == 2
+
+
+async def test_ack_delay_holds_the_answer_after_the_message_is_received() -> None:
+    with SdkPeer("s3cret", ack_delay=1.5) as peer:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
+        body["params"] = {"message": _message("m1")}
+        auth = {**HEADERS, "Authorization": "Bearer s3cret"}
+        async with httpx.AsyncClient(base_url=peer.base_url, trust_env=False) as client:
+            try:
+                await client.post("/a2a", json=body, headers=auth, timeout=0.3)
+            except httpx.ReadTimeout:
+                pass
+            else:
+                raise AssertionError("the acknowledgement was not held")
+        assert [r.message_id for r in peer.received] == ["m1"]
