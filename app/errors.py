@@ -88,6 +88,24 @@ class TooManyRequests(HttpRefusal):
         self.retry_after_seconds = retry_after_seconds
 
 
+class PeerCallFailed(EdgeError):
+    """A call to another A2A agent of an ``llm`` agent's directory did not give an answer
+    (``app.peers``). ``reason`` is the stable code the model is shown upper-cased
+    (``unknown_agent`` -> ``UNKNOWN_AGENT``); ``code`` what the peer said, as a code only (an
+    HTTP status, an A2A error name or a JSON-RPC code: never its text, which can carry
+    credentials or diagnostics). ``delivered``: whether a send may have reached the peer
+    (``False`` only when it certainly did not: refused before or by the peer)."""
+
+    default_reason = "peer_failed"
+
+    def __init__(
+        self, message: str, *, reason: str, code: str | None = None, delivered: bool = True
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.code = code
+        self.delivered = delivered
+
+
 # --- JSON-RPC errors (A2A code table) ------------------------------------------------------
 
 

@@ -156,6 +156,21 @@ class Settings(BaseSettings):
     # plain http to such addresses); logged as a warning at start (app.push_targets).
     push_allow_private_targets: bool = False
 
+    # --- A2A peers of llm agents (issue 54, app.peers, docs/agents-llm.md) ---------------------------
+    # The longest an a2a tool waits for a peer's task to settle (a2a_send / a2a_get_task with
+    # wait); past it the tool answers with the task as it stands. Also bounded by the agent's
+    # tool_timeout_seconds.
+    peer_wait_seconds: float = Field(default=50.0, gt=0, le=3600)
+    # One request to a peer (card, send, read, cancel), connection and every byte included.
+    peer_request_seconds: float = Field(default=20.0, gt=0, le=600)
+    # How often a task is read again while waiting on a peer that does not stream.
+    peer_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    # The largest answer read from a peer (a stream counts as a whole); past it the call fails
+    # with RESPONSE_TOO_LARGE. What reaches the model is bounded far below (32 KiB of text).
+    peer_max_response_bytes: int = Field(
+        default=16 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024
+    )
+
     # --- ops ----------------------------------------------------------------------------------
     log_level: str = "INFO"
     log_json: bool = True

@@ -161,9 +161,13 @@ class JwksFetcher:
         *,
         clock: Callable[[], float] = time.monotonic,
         on_fetch: Callable[[FetchResult], None] | None = None,
+        origins: frozenset[str] | None = None,
     ) -> None:
-        # Gateways' and peers' (CONTRACT §10) origins: nothing else is ever fetched.
-        self._allowed = settings.allowlist.origins | settings.peer_allowlist.origins
+        # Gateways' and peers' (CONTRACT §10) origins: nothing else is ever fetched. ``origins``
+        # replaces them for a fetcher of one directory peer's keys (app.peers.card).
+        if origins is None:
+            origins = settings.allowlist.origins | settings.peer_allowlist.origins
+        self._allowed = origins
         self._client = client
         self._clock = clock
         self._on_fetch = on_fetch
