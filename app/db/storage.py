@@ -23,6 +23,7 @@ from app.db.mailbox import MailboxStore
 from app.db.negotiations import NegotiationStore
 from app.db.overview import OverviewStore
 from app.db.peer_pins import PeerPinStore
+from app.db.peer_sends import PeerSendStore
 from app.db.postgres.accepts import IDENTITY_LOCK_SQL, PostgresAccepts
 from app.db.postgres.mailbox import LOCKING_SQL, PostgresMailbox
 from app.db.postgres.push_outbox import PostgresPushOutbox
@@ -39,6 +40,7 @@ from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.overview import SharedOverview, postgres_minute, sqlite_minute
 from app.db.shared.peer_pins import SharedPeerPins
+from app.db.shared.peer_sends import SharedPeerSends
 from app.db.shared.push_configs import SharedPushConfigs
 from app.db.shared.push_outbox import SharedPushOutbox
 from app.db.shared.sessions import SharedSessions
@@ -82,6 +84,7 @@ class Storage:
     task_events: TaskEventStore
     negotiations: NegotiationStore
     peer_pins: PeerPinStore
+    peer_sends: PeerSendStore
     subtasks: SubtaskStore
     admin_tokens: AdminTokenStore
     overview: OverviewStore
@@ -115,6 +118,7 @@ def _sqlite(db: Database) -> Storage:
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, sqlite_insert),
         peer_pins=SharedPeerPins(db, sqlite_insert),
+        peer_sends=SharedPeerSends(db, sqlite_insert),
         subtasks=SharedSubtasks(db, sqlite_insert),
         admin_tokens=SharedAdminTokens(db),
         overview=SharedOverview(db, PROCESS_CLOCK, sqlite_minute),
@@ -146,6 +150,7 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         task_events=SharedTaskEvents(db),
         negotiations=SharedNegotiations(db, pg_insert),
         peer_pins=SharedPeerPins(db, pg_insert),
+        peer_sends=SharedPeerSends(db, pg_insert),
         subtasks=PostgresSubtasks(pool, SharedSubtasks(db, pg_insert)),
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),

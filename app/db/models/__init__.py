@@ -3,6 +3,7 @@
 from app.db.models.admin_tokens import AdminTokenRow
 from app.db.models.base import Base
 from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow, PeerPinRow
+from app.db.models.peer_sends import PeerSendRow
 from app.db.models.push import PushConfigRow, PushOutboxRow
 from app.db.models.session_entries import SessionEntryRow
 from app.db.models.subtasks import SubtaskRow
@@ -17,6 +18,7 @@ __all__ = [
     "NegotiationRow",
     "NegotiationTurnRow",
     "PeerPinRow",
+    "PeerSendRow",
     "PushConfigRow",
     "PushOutboxRow",
     "SessionEntryRow",
