@@ -11,12 +11,13 @@ are not another looping-edge.
         assert [m.text for m in peer.received] == ["hello"]
 
 Each message the agent runs is recorded (``received``: text and ``messageId``), so a test can
-say how many times a peer got it. ``delay`` holds the answer (a slow peer; the task stays
-``WORKING`` meanwhile); ``ack_delay`` holds the acknowledgement itself (the message is received
-and recorded, but the ``SendMessage`` answer waits: a caller killed meanwhile never learns the
-task id); ``answer`` maps the message's text to the reply, put both in the
-completed task's status message and in one text artifact. The server runs uvicorn in a thread
-of its own, so a test's event loop never blocks it and worker processes reach it over HTTP.
+say how many times a peer got it. ``answer`` maps the message's text to the reply, put both in
+the completed task's status message and in one text artifact. ``delay`` holds the answer (a
+slow peer; the task stays ``WORKING`` meanwhile). ``ack_delay`` holds the acknowledgement
+itself: the message is received and recorded, but the ``SendMessage`` answer waits, so a
+caller killed meanwhile never learns the task id (``acknowledge.set()`` lets it go). The
+server runs uvicorn in a thread of its own, so a test's event loop never blocks it and worker
+processes reach it over HTTP.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class _Executor(AgentExecutor):
         text = "\n".join(p.text for p in message.parts if p.text) if message else ""
         self._peer.received.append(Received(message.message_id if message else "", text))
         if self._peer.ack_delay:
-            await asyncio.sleep(self._peer.ack_delay)
+            await asyncio.to_thread(self._peer.acknowledge.wait, self._peer.ack_delay)
         task = Task(
             id=context.task_id,
             context_id=context.context_id,
@@ -139,6 +140,7 @@ class SdkPeer:
         self.answer = answer
         self.delay = delay
         self.ack_delay = ack_delay
+        self.acknowledge = threading.Event()  # set: held acknowledgements go out at once
         self.name = name
         self.received: list[Received] = []
         self.refused = 0  # requests answered 401
@@ -206,6 +208,7 @@ class SdkPeer:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        self.acknowledge.set()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

@@ -41,7 +41,7 @@ async def test_the_token_is_required_and_the_answer_scripted() -> None:
 
 
 async def test_ack_delay_holds_the_answer_after_the_message_is_received() -> None:
-    with SdkPeer("s3cret", ack_delay=1.5) as peer:
+    with SdkPeer("s3cret", ack_delay=60) as peer:
         body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
         body["params"] = {"message": _message("m1")}
         auth = {**HEADERS, "Authorization": "Bearer s3cret"}
