@@ -7,6 +7,7 @@ Both edges run ``serve --no-worker --no-push`` and one ``worker`` each, on Postg
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from app.db.models import TaskMessageRow, TaskRow
 from app.security.keys import SigningKey
 from app.tenants.registry import TenantRecord
 from app.testing.edge import demo_manifest
-from app.testing.fake_model import FakeModelServer
+from app.testing.fake_model import FakeModelServer, Step, dynamic, text
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, PushReceiver, ReceivedPush, push_receiver
 from app.testing.sdk_peer import SdkPeer
@@ -123,8 +124,11 @@ async def peer_world(
     log_dir: Path,
     *,
     sdk: SdkPeer | None = None,
+    asker: Mapping[str, Any] | None = None,
     **knobs: object,
 ) -> AsyncIterator[PeerWorld]:
+    """``asker``: more of A's agent config (``max_tool_output_bytes``, say); ``knobs``: edge
+    settings of both edges' processes (``lease_seconds=2``)."""
     kit = GatewayKit()
     env_a = {SDK_TOKEN_ENV: sdk.token} if sdk is not None else {}
     async with AsyncExitStack() as stack:
@@ -136,7 +140,8 @@ async def peer_world(
         )
         key = SigningKey.from_jwk_json(edges.a.env["A2A_SIGNING_KEY"])
         rx.expect = CallbackExpectation.for_key(key, edges.a.url + "/.well-known/jwks.json")
-        await add_tenant_at(url_a, _asker(fake_a.base_url, directory(edges.b.url, sdk)))
+        config = {**directory(edges.b.url, sdk), **(asker or {})}
+        await add_tenant_at(url_a, _asker(fake_a.base_url, config))
         helper = open_tenant(HELPER, agent="llm", agent_config=llm_config(fake_b.base_url))
         await add_tenant_at(url_b, helper)
         yield PeerWorld(edges, rx, fake_a, fake_b, url_a, url_b, sdk)
@@ -160,3 +165,23 @@ def tool_results(fake: FakeModelServer) -> list[str]:
         for m in fake.requests[-1].messages
         if isinstance(m, Mapping) and m.get("role") == "tool"
     ]
+
+
+def tool_doc(content: str) -> dict[str, Any]:
+    """An A2A tool's result as the model got it: a framing line, then one JSON document."""
+    frame, _, doc = content.partition("\n")
+    assert frame.startswith("Remote data from A2A agent"), content[:300]
+    parsed = json.loads(doc)
+    assert isinstance(parsed, dict)
+    return parsed
+
+
+def relay(prefix: str) -> Step:
+    """A's model's last step: its reply quotes the peer's answer from the last tool result."""
+
+    def compute(body: dict[str, Any]) -> Step:
+        results = [m for m in body.get("messages") or [] if m.get("role") == "tool"]
+        doc = tool_doc(str(results[-1]["content"]))
+        return text(f"{prefix}{doc.get('text') or doc.get('error')}")
+
+    return dynamic(compute)
