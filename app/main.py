@@ -73,12 +73,13 @@ def create_app(
     stopping first."""
     settings = services.settings
     calls = call_dispatcher(services)
+    body_limit = tenant_body_limit(services)
     dispatcher = RpcDispatcher(
         verifier=services.verifier,
         calls=calls,
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
-        body_limit=tenant_body_limit(services),
+        body_limit=body_limit,
     )
     if settings.grpc_port is not None:
         services.background.append(build_grpc_server(services, host=grpc_host))
@@ -88,6 +89,7 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         heartbeat_seconds=settings.stream_heartbeat_seconds,
         observer=services.metrics,
+        body_limit=body_limit,
     )
 
     @asynccontextmanager

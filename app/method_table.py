@@ -55,9 +55,10 @@ def call_dispatcher(services: EdgeServices) -> CallDispatcher:
 
 
 def tenant_body_limit(services: EdgeServices) -> BodyLimit:
-    """The request body limit per verified caller: ``EDGE_MAX_IMAGE_BODY_BYTES`` when the
-    token's tenant accepts images (issue 55), else the default. Asked only after the token
-    is verified, so an unauthenticated client never gets the larger limit."""
+    """The request body limit per verified caller, on all three bindings:
+    ``EDGE_MAX_IMAGE_BODY_BYTES`` / ``EDGE_MAX_DOCUMENT_BODY_BYTES`` when the token's tenant
+    accepts images / documents (issue 55), else the default. Asked only after the token is
+    verified, so an unauthenticated client never gets the larger limit."""
     images = services.settings.max_image_body_bytes
     documents = services.settings.max_document_body_bytes
 

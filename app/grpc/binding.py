@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from app.grpc.server import GrpcServer
 from app.grpc.service import A2AGrpcService
 from app.interfaces import GRPC
-from app.method_table import call_dispatcher
+from app.method_table import call_dispatcher, tenant_body_limit
 
 if TYPE_CHECKING:
     from app.services import EdgeServices
@@ -21,6 +21,10 @@ def build_grpc_server(services: EdgeServices, *, host: str = "127.0.0.1") -> Grp
     JSON-RPC endpoint is refused here and the reverse."""
     verifier = services.verifier.for_binding(GRPC)
     service = A2AGrpcService(
-        verifier=verifier, calls=call_dispatcher(services), observer=services.metrics
+        verifier=verifier,
+        calls=call_dispatcher(services),
+        observer=services.metrics,
+        max_body_bytes=services.settings.max_body_bytes,
+        body_limit=tenant_body_limit(services),
     )
     return GrpcServer(services.settings, service.generic_handler(), host=host)

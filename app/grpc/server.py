@@ -2,7 +2,11 @@
 run beside the HTTP server as a background service (started with the others, stopped first).
 
 Bounds, as the HTTP port has them: a request message at most ``EDGE_MAX_BODY_BYTES`` (larger is
-RESOURCE_EXHAUSTED, gRPC's own answer), request metadata at most ``EDGE_MAX_HEADER_BYTES``, at
+RESOURCE_EXHAUSTED). gRPC reads a whole message before any handler runs, so the server takes
+up to the largest limit a tenant may have (``largest_body_bytes``: the attachment limits,
+issue 55) and the handler refuses a message past its caller's own limit once the token is
+verified (``A2AGrpcService``); past the largest, gRPC answers RESOURCE_EXHAUSTED itself.
+Request metadata at most ``EDGE_MAX_HEADER_BYTES``, at
 most ``EDGE_MAX_CONNECTIONS`` calls in progress (past it RESOURCE_EXHAUSTED), and the open
 streams per caller and per process are the JSON-RPC streams' own slots (one method table).
 HTTP/2 keepalive pings stand in for the SSE heartbeat on an idle stream.
@@ -46,7 +50,7 @@ class GrpcServer:
         server = grpc.aio.server(
             options=[
                 ("grpc.so_reuseport", 1),
-                ("grpc.max_receive_message_length", settings.max_body_bytes),
+                ("grpc.max_receive_message_length", largest_body_bytes(settings)),
                 ("grpc.max_metadata_size", settings.max_header_bytes),
                 ("grpc.keepalive_time_ms", heartbeat_ms),
                 ("grpc.http2.max_pings_without_data", 0),
@@ -66,6 +70,15 @@ class GrpcServer:
         server, self._server = self._server, None
         if server is not None:
             await server.stop(STOP_GRACE_SECONDS)
+
+
+def largest_body_bytes(settings: Settings) -> int:
+    """The largest request body any tenant may send (the attachment opt-ins raise it)."""
+    return max(
+        settings.max_body_bytes,
+        settings.max_image_body_bytes,
+        settings.max_document_body_bytes,
+    )
 
 
 def _address(host: str, port: int) -> str:

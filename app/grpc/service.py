@@ -23,14 +23,15 @@ import grpc
 from google.protobuf.message import Message
 from opentelemetry.trace import SpanKind
 
-from app.errors import EdgeError, InternalError
+from app.errors import EdgeError, InternalError, PayloadTooLarge
 from app.grpc.messages import params_of, parse_request, response_of
 from app.grpc.methods import ServiceMethod, service_full_name, service_methods
 from app.grpc.status import GrpcFailure, failure_of, internal_failure
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
-from app.rpc.dispatch import RpcObserver
+from app.rpc.dispatch import BodyLimit, RpcObserver
 from app.rpc.token_check import TokenVerifier, verified_caller
+from app.security.caller import VerifiedCaller
 from app.tracing import spans
 
 log = logging.getLogger("looping_edge.grpc")
@@ -50,10 +51,14 @@ class A2AGrpcService:
         verifier: TokenVerifier,
         calls: CallDispatcher,
         observer: RpcObserver | None = None,
+        max_body_bytes: int | None = None,
+        body_limit: BodyLimit | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
         self._observer = observer
+        self._max_body = max_body_bytes
+        self._body_limit = body_limit
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler] = {}
@@ -157,10 +162,24 @@ class A2AGrpcService:
             observer=self._observer,
             duplicate_text="more than one authorization entry",
         )
+        await self._check_size(caller, len(raw))
         params = params_of(parse_request(raw, method.request))
         return await self._calls.dispatch(
             caller, params.get("tenant"), method.name, params, version=version
         )
+
+    async def _check_size(self, caller: VerifiedCaller, size: int) -> None:
+        """The request message within the caller's limit: the server receives up to the
+        largest tenant limit (``GrpcServer``), and a tenant that did not opt into
+        attachments keeps ``EDGE_MAX_BODY_BYTES``, checked here once the token (and so its
+        tenant) is verified, as on the HTTP bindings (issue 55)."""
+        if self._max_body is None or size <= self._max_body:
+            return
+        limit = self._max_body
+        if self._body_limit is not None:
+            limit = await self._body_limit(caller, self._max_body)
+        if size > limit:
+            raise PayloadTooLarge(f"request message exceeds {limit} bytes")
 
     def _finished(self, method: str, outcome: str, started: float) -> None:
         if self._observer is not None:

@@ -38,7 +38,7 @@ from app.http.routes import BoundedBody, read_headers, send_outcome
 from app.http.sse import send_stream
 from app.rpc.calls import CallDispatcher
 from app.rpc.context import StreamResult
-from app.rpc.dispatch import ClientDisconnected, RpcObserver, RpcOutcome
+from app.rpc.dispatch import BodyLimit, ClientDisconnected, RpcObserver, RpcOutcome
 from app.rpc.media_type import is_json
 from app.rpc.responses import encode, sse_event
 from app.rpc.token_check import TokenVerifier, verified_caller
@@ -60,12 +60,14 @@ class RestEndpoint:
         max_body_bytes: int,
         heartbeat_seconds: float = 15.0,
         observer: RpcObserver | None = None,
+        body_limit: BodyLimit | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
         self._max_body = max_body_bytes
         self._heartbeat = heartbeat_seconds
         self._observer = observer
+        self._body_limit = body_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization, duplicate, version, declared, content_type = read_headers(scope)
@@ -106,7 +108,12 @@ class RestEndpoint:
                 duplicated=duplicate_authorization,
                 observer=self._observer,
             )
-            params = await self._params(route, content_type, read_body, query)
+            # The limit may rise for the token's tenant (issue 55: attachments), as on
+            # JSON-RPC: known only now that the token is verified.
+            limit = self._max_body
+            if self._body_limit is not None and route.reads_body:
+                limit = await self._body_limit(caller, self._max_body)
+            params = await self._params(route, content_type, read_body, query, limit)
             result = await self._calls.dispatch(
                 caller, route.tenant, route.method, params, version=version
             )
@@ -127,7 +134,12 @@ class RestEndpoint:
             return RpcOutcome(400, b"", media_type="text/plain; charset=utf-8")
 
     async def _params(
-        self, route: RestRoute, content_type: str | None, read_body: BoundedBody, query: bytes
+        self,
+        route: RestRoute,
+        content_type: str | None,
+        read_body: BoundedBody,
+        query: bytes,
+        limit: int,
     ) -> dict[str, Any]:
         """The request message as protobuf-JSON: the body (if the operation takes one), the
         query parameters (if it reads them), and the path's parameters over both."""
@@ -144,7 +156,7 @@ class RestEndpoint:
                     "application/a2a+json",
                     reason="unsupported_media_type",
                 )
-            params = _body_object(await read_body.read(self._max_body))
+            params = _body_object(await read_body.read(limit))
         if route.query_type is not None:
             try:
                 pairs = parse_qsl(query.decode("ascii"), keep_blank_values=True, errors="strict")

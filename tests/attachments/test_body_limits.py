@@ -1,0 +1,131 @@
+"""The larger request body for tenants that opted into attachments (issue 55), on the
+HTTP+JSON and gRPC bindings as on JSON-RPC: chosen after the token (and its tenant) is
+verified; every other tenant keeps ``EDGE_MAX_BODY_BYTES``, refused in the binding's own
+shape; past the largest limit every tenant is refused."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.protobuf import json_format
+
+from app.interfaces import GRPC, interface_url
+from app.testing.edge import EdgeHarness, edge_harness
+from tests.grpc.conftest import error_info, free_port, grpc_server
+
+MiB = 1024 * 1024
+IMAGE = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * (MiB // 256 - 1)  # just under 1 MiB
+MODEL = {"model": {"base_url": "http://127.0.0.1:9/v1", "name": "fake"}}
+
+
+def _parts(images: int, caption: str = "look") -> list[dict[str, Any]]:
+    raw = {"raw": base64.b64encode(IMAGE).decode(), "mediaType": "image/png"}
+    return [{"text": caption}, *([raw] * images)]
+
+
+def _message(message_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"messageId": message_id, "role": "ROLE_USER", "parts": parts}
+
+
+@pytest.fixture
+async def edge(db_url: str) -> AsyncIterator[EdgeHarness]:
+    async with edge_harness(db_url, grpc_port=free_port(), background=True) as harness:
+        for tenant, attachments in (
+            ("pics", {"images": True}),
+            ("docs", {"documents": True}),
+            ("plain", {}),
+        ):
+            await harness.add_tenant(
+                tenant,
+                agent="llm",
+                agent_config={**MODEL, "attachments": attachments},
+                require_push_config=False,
+            )
+        yield harness
+
+
+async def test_rest(edge: EdgeHarness) -> None:
+    def send(message_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "message": _message(message_id, parts),
+            "configuration": {"returnImmediately": True},
+        }
+
+    four = send("m-1", _parts(4))  # four images of just under 1 MiB: a 5 MiB body
+    body_bytes = len(json.dumps(four))
+    assert 5 * MiB < body_bytes < 6 * MiB
+    accepted = await edge.rest("POST", "/message:send", tenant="pics", json=four)
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+
+    refused = await edge.rest("POST", "/message:send", tenant="plain", json=four)
+    assert refused.status_code == 413
+    error = refused.json()["error"]
+    assert (error["code"], error["status"]) == (413, "RESOURCE_EXHAUSTED")
+    tasks = await edge.rest("GET", "/tasks", tenant="plain")
+    assert tasks.json().get("tasks", []) == []
+
+    # Past EDGE_MAX_DOCUMENT_BODY_BYTES (the largest limit): refused for every tenant.
+    huge = send("m-2", _parts(0, "x" * 13 * MiB))
+    for tenant in ("docs", "pics"):
+        refused = await edge.rest("POST", "/message:send", tenant=tenant, json=huge)
+        assert refused.status_code == 413, tenant
+
+    # The raised limit follows the token's tenant, not the path's: a plain-tenant token
+    # aimed at the pics path is refused by size before the tenant rules look at it.
+    token = edge.rest_token(tenant="plain")
+    response = await edge.rest("POST", "/message:send", tenant="pics", json=four, token=token)
+    assert response.status_code == 413
+
+
+async def test_grpc(edge: EdgeHarness) -> None:
+    target = f"127.0.0.1:{grpc_server(edge).port}"
+
+    def metadata(tenant: str) -> tuple[tuple[str, str], ...]:
+        token = edge.gateway.mint(
+            audience=interface_url(edge.settings, GRPC), tenant=tenant, identity=edge.identity
+        )
+        return (("authorization", f"Bearer {token}"), ("a2a-version", "1.0"))
+
+    def request(tenant: str, message_id: str, parts: list[dict[str, Any]]) -> Any:
+        doc = {
+            "tenant": tenant,
+            "message": _message(message_id, parts),
+            "configuration": {"returnImmediately": True},
+        }
+        return json_format.ParseDict(doc, a2a_pb2.SendMessageRequest())
+
+    # Four images of just under 1 MiB and a 1 MiB caption: a 5 MiB message.
+    five = _parts(4, "x" * (MiB + 4096))
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        message = request("pics", "g-1", five)
+        assert 5 * MiB < message.ByteSize() < 6 * MiB
+        answer = await stub.SendMessage(message, metadata=metadata("pics"))
+        assert answer.task.status.state == a2a_pb2.TASK_STATE_SUBMITTED
+
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.SendMessage(request("plain", "g-2", five), metadata=metadata("plain"))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert error_info(refused.value).reason == "BODY_TOO_LARGE"
+        listed = await stub.ListTasks(
+            a2a_pb2.ListTasksRequest(tenant="plain"), metadata=metadata("plain")
+        )
+        assert list(listed.tasks) == []
+
+        # Without a valid token, a large message is refused for the token, not read further.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.SendMessage(request("pics", "g-3", five), metadata=())
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+        # Past the largest limit: gRPC's own RESOURCE_EXHAUSTED, for every tenant.
+        huge = request("docs", "g-4", _parts(0, "x" * 13 * MiB))
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.SendMessage(huge, metadata=metadata("docs"))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
