@@ -8,6 +8,7 @@ so no binary is committed.
     many = text_pdf(["x"] * 40)                       # past the page limit
     bomb = flate_bomb_pdf(200_000_000)                # a stream far past pypdf's output limit
     nested = nested_pdf(50_000)                       # arrays nested past the recursion limit
+    loop = looping_pdf()                              # a page tree that contains itself
     slow = slow_pdf(32, 20_000)                       # many text operators on every page
 
 Each builder writes the objects, a cross-reference table and a trailer (ISO 32000 §7.5).
@@ -109,6 +110,16 @@ def nested_pdf(depth: int) -> bytes:
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Deep " + nested + b" >>",
+    ]
+    return build_pdf(objects)
+
+
+def looping_pdf() -> bytes:
+    """A page tree whose node lists itself among its kids."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",
+        b"<< /Type /Pages /Kids [2 0 R] /Parent 2 0 R /Count 1 >>",
     ]
     return build_pdf(objects)
 

@@ -17,7 +17,7 @@ from pypdf import PdfWriter
 from app.attachments.pdf import PdfExtractor, PdfLimits
 from app.attachments.pdf_worker import MAX_PDF_BYTES
 from app.errors import ContentTypeNotSupported
-from app.testing.pdfs import flate_bomb_pdf, nested_pdf, pages_pdf, slow_pdf, text_pdf
+from app.testing.pdfs import flate_bomb_pdf, looping_pdf, nested_pdf, pages_pdf, slow_pdf, text_pdf
 
 MiB = 1024 * 1024
 
@@ -48,6 +48,7 @@ async def test_pages_are_labelled() -> None:
 async def test_refusals() -> None:
     assert (await _refused(text_pdf(["x"] * 33))).reason == "document_too_many_pages"
     assert (await _refused(nested_pdf(50_000))).reason == "document_unreadable"
+    assert (await _refused(looping_pdf())).reason == "document_unreadable"
     assert (await _refused(b"%PDF-1.7\nnot a pdf")).reason == "document_unreadable"
     assert (await _refused(b"GIF89a")).reason == "document_unreadable"
     assert (await _refused(pages_pdf([b""]))).reason == "document_no_text"
