@@ -40,7 +40,23 @@ WAIT = float(os.environ.get("BENCH_STREAM_WAIT", "5"))
 EVENTS = int(os.environ.get("BENCH_STREAM_EVENTS", "50"))
 
 
+def _message(context: RequestContext, key: str, text: str) -> Message:
+    """An agent message with the same fields as the edge's (``app.tasks.wire.agent_message``):
+    the id ``<taskId>:<key>``, the task and context ids, one text part."""
+    assert context.task_id is not None and context.context_id is not None
+    return Message(
+        message_id=f"{context.task_id}:{key}",
+        context_id=context.context_id,
+        task_id=context.task_id,
+        role=Role.ROLE_AGENT,
+        parts=[Part(text=text)],
+    )
+
+
 class ProgressExecutor(AgentExecutor):
+    """The edge's scripted turn ``sleep``, ``progress e0`` ... ``reply done``: the same
+    updates, the same message keys (the script's line numbers)."""
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None
         task = Task(
@@ -52,13 +68,9 @@ class ProgressExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await asyncio.sleep(WAIT)
         for i in range(EVENTS):
-            message = Message(
-                message_id=f"{context.task_id}:p{i}",
-                role=Role.ROLE_AGENT,
-                parts=[Part(text=f"e{i}")],
-            )
+            message = _message(context, f"line-{i + 2}", f"e{i}")
             await updater.update_status(TaskState.TASK_STATE_WORKING, message=message)
-        await updater.complete()
+        await updater.complete(_message(context, "final", "done"))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None

@@ -1,252 +1,162 @@
 """Streaming benchmark (issue 49): events per second delivered to many concurrent SSE
-subscribers across two edge processes, and the latency a subscriber sees from the worker's
-write (the status timestamp the writer stored) to the event's arrival (p50/p99); next to the
-official a2a-sdk server streaming the same turn (``bench/sdk_stream_server.py``, one process:
-its streams live in one process's memory).
+subscribers, and the latency from the writer's write to the subscriber (p50/p99), for the edge
+across two processes next to the official a2a-sdk server, measured side by side in each run.
 
-Edge set-up on PostgreSQL: process A ``serve --no-worker --no-push``, process B ``serve`` with
-its worker; ``--tasks`` scripted turns (``sleep``, then ``--events`` progress lines back to
-back, then a reply), each followed by ``--subscribers / --tasks`` SubscribeToTask streams, half
-on A and half on B. The sleep lets every subscriber connect before the first event.
+    python -m bench.streaming            # three runs of the default shape, then the medians
 
-    python -m bench.streaming [--subscribers 1000] [--tasks 10] [--events 50] [--wait 8]
+The workload is the same for both servers (``bench/stream_client.py``, one client): ``--tasks``
+turns, each started with ``SendMessage`` (``returnImmediately``), each followed by
+``--subscribers / --tasks`` ``SubscribeToTask`` streams. Every turn sleeps ``--wait`` seconds
+(so every subscriber is connected before the first event), then publishes ``--events``
+WORKING status updates back to back, each a short text message, then completes.
 
-Prints one line per server: subscribers, events delivered, events/s, p50/p99 latency (ms).
-The load generator (raw asyncio sockets, this process) shares the machine's cores.
+- edge, on PostgreSQL: process A ``serve --no-worker --no-push`` takes every call and every
+  stream; process B ``serve`` runs the worker, whose scripted turn (``sleep``, ``progress``
+  lines, ``reply``) writes each update through the real write path (a fenced commit); A hears
+  of each commit by ``LISTEN/NOTIFY`` and reads it from the task's event log.
+- a2a-sdk 1.3 (``bench/sdk_stream_server.py``): one uvicorn process (its streams live in that
+  process's memory), ``DefaultRequestHandler``, in-memory store and queues; its agent executor
+  publishes the updates through its ``TaskUpdater``.
+
+Events counted: status updates (``--events`` and the final one per stream). Rate: events
+delivered / (last arrival - first write). The runs alternate which server goes first.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from bench import pg, procs
 from bench.config import AUDIENCE
 from bench.gateway import BenchGateway
 from bench.procs import VENV_BIN, Proc
 from bench.servers import MANIFEST, EdgeConfig, uvicorn_server
+from bench.stream_client import Shape, Tally, run_streams
 
 TENANT = "bench"
 
-
-@dataclass
-class Tally:
-    """What the subscribers received."""
-
-    latencies: list[float] = field(default_factory=list)
-    first_write: float = float("inf")
-    last_arrival: float = 0.0
-    delivered: int = 0
-    incomplete: int = 0
-
-    def event(self, result: dict[str, Any], arrived: float) -> bool:
-        """Count one event; True when it ends the stream."""
-        update = result.get("statusUpdate")
-        if update is None:
-            return False
-        status = update["status"]
-        written = datetime.fromisoformat(status["timestamp"].replace("Z", "+00:00")).timestamp()
-        self.delivered += 1
-        self.latencies.append(arrived - written)
-        self.first_write = min(self.first_write, written)
-        self.last_arrival = max(self.last_arrival, arrived)
-        return bool(status["state"] != "TASK_STATE_WORKING")
-
-    def line(self, name: str, subscribers: int) -> str:
-        window = self.last_arrival - self.first_write
-        ordered = sorted(self.latencies)
-        p50 = statistics.median(ordered) * 1000 if ordered else float("nan")
-        p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000 if ordered else float("nan")
-        rate = self.delivered / window if window > 0 else float("nan")
-        return (
-            f"{name}: subscribers {subscribers}, events delivered {self.delivered} "
-            f"(streams cut short: {self.incomplete}), {rate:.6g} events/s over {window:.6g} s, "
-            f"latency p50 {p50:.6g} ms, p99 {p99:.6g} ms"
-        )
+Figures = dict[str, float]
 
 
-async def _sse(
-    port: int, body: dict[str, Any], headers: dict[str, str], on_event: Callable[[Any], bool]
-) -> None:
-    """One SSE call on a raw connection; ``on_event`` gets each JSON-RPC response and says
-    when the stream is done."""
-    payload = json.dumps(body).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
-    writer.write(
-        (
-            f"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n{head}\r\n"
-        ).encode()
-        + payload
-    )
-    await writer.drain()
-    try:
-        while line := await reader.readline():
-            if line.startswith(b"data: ") and on_event(json.loads(line[6:])):
-                return
-        raise ConnectionError("stream ended early")
-    finally:
-        writer.close()
+def _script(shape: Shape) -> str:
+    lines = "".join(f"progress e{i}\n" for i in range(shape.events))
+    return f"sleep {shape.wait}\n{lines}reply done"
 
 
-def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+def _measured(tally: Tally, server: Proc, client_cpu: float) -> Figures:
+    """The tally's figures, with the CPU seconds the streaming process and this client spent
+    from the first event on (the delivery, past the subscribers' connecting)."""
+    figures = tally.summary()
+    figures["server_cpu_s"] = server.cpu_seconds() - tally.cpu_at_first
+    figures["client_cpu_s"] = time.process_time() - client_cpu
+    return figures
 
 
-def _follow(tally: Tally) -> Callable[[Any], bool]:
-    def on_event(doc: Any) -> bool:
-        if "error" in doc:
-            raise RuntimeError(f"stream refused: {doc['error']}")
-        return tally.event(doc["result"], time.time())
-
-    return on_event
-
-
-async def _subscribers(calls: list[Callable[[], Any]], tally: Tally) -> None:
-    results = await asyncio.gather(*(call() for call in calls), return_exceptions=True)
-    tally.incomplete += sum(isinstance(r, BaseException) for r in results)
-
-
-def _script(events: int, wait: float) -> str:
-    return f"sleep {wait}\n" + "".join(f"progress e{i}\n" for i in range(events)) + "reply done"
-
-
-async def _edge_run(ports: list[int], gateway: BenchGateway, args: argparse.Namespace) -> Tally:
-    import httpx
-
-    tally = Tally()
+def _edge_streams(a: Proc, gateway: BenchGateway, shape: Shape) -> Tally:
     tokens = [
-        gateway.mint(audience=AUDIENCE, tenant=TENANT, identity=f"s{k}") for k in range(args.tasks)
+        gateway.mint(audience=AUDIENCE, tenant=TENANT, identity=f"s{k}") for k in range(shape.tasks)
     ]
     headers = [{"Authorization": f"Bearer {t}", "A2A-Version": "1.0"} for t in tokens]
-    task_ids: list[str] = []
-    async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
-        for k in range(args.tasks):
-            params = {
-                "tenant": TENANT,
-                "message": {
-                    "messageId": f"bench-{k}-{time.time_ns()}",
-                    "role": "ROLE_USER",
-                    "parts": [{"text": _script(args.events, args.wait)}],
-                },
-                "configuration": {"returnImmediately": True},
-            }
-            doc = (
-                await client.post(
-                    f"http://127.0.0.1:{ports[0]}/a2a",
-                    json=_rpc("SendMessage", params),
-                    headers=headers[k],
-                )
-            ).json()
-            task_ids.append(doc["result"]["task"]["id"])
-    calls = [
-        (
-            lambda j=j: _sse(
-                ports[j % 2],
-                _rpc("SubscribeToTask", {"tenant": TENANT, "id": task_ids[j % args.tasks]}),
-                headers[j % args.tasks],
-                _follow(tally),
-            )
-        )
-        for j in range(args.subscribers)
+    now = time.time_ns()
+    messages = [
+        {"messageId": f"bench-{k}-{now}", "role": "ROLE_USER", "parts": [{"text": _script(shape)}]}
+        for k in range(shape.tasks)
     ]
-    await _subscribers(calls, tally)
-    return tally
+    return asyncio.run(run_streams(a.port or 0, messages, headers, shape, a.cpu_seconds, TENANT))
 
 
-async def _sdk_run(port: int, args: argparse.Namespace) -> Tally:
-    tally = Tally()
-    first: list[asyncio.Future[str]] = [
-        asyncio.get_running_loop().create_future() for _ in range(args.tasks)
-    ]
-    follow = _follow(tally)
-
-    def starter(k: int) -> Callable[[Any], bool]:
-        def on_event(doc: Any) -> bool:
-            result = doc.get("result", {})
-            if "task" in result and not first[k].done():
-                first[k].set_result(result["task"]["id"])
-            return follow(doc)
-
-        return on_event
-
-    async def start(k: int) -> None:
-        message = {"messageId": f"sdk-{k}", "role": "ROLE_USER", "parts": [{"text": "go"}]}
-        await _sse(
-            port,
-            _rpc("SendStreamingMessage", {"message": message}),
-            {"A2A-Version": "1.0"},
-            starter(k),
-        )
-
-    async def subscribe(j: int) -> None:
-        task_id = await first[j % args.tasks]
-        await _sse(port, _rpc("SubscribeToTask", {"id": task_id}), {"A2A-Version": "1.0"}, follow)
-
-    calls: list[Callable[[], Any]] = [lambda k=k: start(k) for k in range(args.tasks)]
-    calls += [lambda j=j: subscribe(j) for j in range(args.subscribers - args.tasks)]
-    await _subscribers(calls, tally)
-    return tally
+def _add_tenant(config: EdgeConfig, database: str) -> None:
+    argv = [str(VENV_BIN / "looping-edge"), "tenants", "add", TENANT, "--manifest", str(MANIFEST)]
+    argv += ["--agent", "scripted", "--require-push-config", "false"]
+    procs.run_checked(argv, env=config.env(database), what="tenants add")
 
 
-def _edge(args: argparse.Namespace, log_dir: Path, gateway: BenchGateway) -> str:
+def _edge(shape: Shape, log_dir: Path, gateway: BenchGateway) -> Figures:
     dbs = pg.Databases()
-    procs_started: list[Proc] = []
+    started: list[Proc] = []
     try:
         database = dbs.create("stream")
         config = EdgeConfig(gateway_origins=[gateway.origin])
         config.migrate(database)
-        procs.run_checked(
-            [
-                str(VENV_BIN / "looping-edge"),
-                "tenants",
-                "add",
-                TENANT,
-                "--manifest",
-                str(MANIFEST),
-                "--agent",
-                "scripted",
-                "--require-push-config",
-                "false",
-            ],
-            env=config.env(database),
-            what="tenants add",
-        )
+        _add_tenant(config, database)
         limits = {
-            "EDGE_STREAM_MAX_PER_IDENTITY": str(args.subscribers),
-            "EDGE_STREAM_MAX_PER_PROCESS": str(args.subscribers),
-            "EDGE_MAX_CONNECTIONS": str(args.subscribers + 100),
+            "EDGE_STREAM_MAX_PER_IDENTITY": str(shape.subscribers),
+            "EDGE_STREAM_MAX_PER_PROCESS": str(shape.subscribers),
+            "EDGE_MAX_CONNECTIONS": str(shape.subscribers + 100),
         }
         a = config.serve("edge-a", database, log_dir, background=False, **limits)
-        procs_started.append(a)
+        started.append(a)
         b = config.serve("edge-b", database, log_dir, background=True, **limits)
-        procs_started.append(b)
-        tally = asyncio.run(_edge_run([a.port or 0, b.port or 0], gateway, args))
-        return tally.line("edge (2 processes, PostgreSQL)", args.subscribers)
+        started.append(b)
+        client_cpu = time.process_time()
+        return _measured(_edge_streams(a, gateway, shape), a, client_cpu)
     finally:
-        for proc in procs_started:
+        for proc in started:
             proc.stop()
         dbs.drop_all()
 
 
-def _sdk(args: argparse.Namespace, log_dir: Path) -> str:
-    env = {"BENCH_STREAM_WAIT": str(args.wait), "BENCH_STREAM_EVENTS": str(args.events)}
+def _sdk(shape: Shape, log_dir: Path) -> Figures:
+    env = {"BENCH_STREAM_WAIT": str(shape.wait), "BENCH_STREAM_EVENTS": str(shape.events)}
     server = uvicorn_server("sdk-stream", "bench.sdk_stream_server:app", log_dir, env=env)
     try:
-        tally = asyncio.run(_sdk_run(server.port or 0, args))
-        return tally.line("a2a-sdk server (1 process, in memory)", args.subscribers)
+        messages = [
+            {"messageId": f"sdk-{k}", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+            for k in range(shape.tasks)
+        ]
+        headers = [{"A2A-Version": "1.0"}] * shape.tasks
+        client_cpu = time.process_time()
+        tally = asyncio.run(
+            run_streams(server.port or 0, messages, headers, shape, server.cpu_seconds)
+        )
+        return _measured(tally, server, client_cpu)
     finally:
         server.stop()
+
+
+def _line(name: str, f: Figures) -> str:
+    per_event = 1e6 / f["delivered"] if f["delivered"] else float("nan")
+    return (
+        f"  {name}: {f['events_per_s']:.6g} events/s ({int(f['delivered'])} delivered, "
+        f"{int(f['cut_short'])} streams cut short, {f['event_bytes']:.4g} B each) over "
+        f"{f['window_s']:.4g} s (writes spread over {f['producer_s']:.4g} s); latency p50 "
+        f"{f['p50_ms']:.6g} ms, p99 {f['p99_ms']:.6g} ms; CPU per event delivered: streaming "
+        f"process {f['server_cpu_s'] * per_event:.4g} µs, "
+        f"client {f['client_cpu_s'] * per_event:.4g} µs"
+    )
+
+
+def _one_run(index: int, shape: Shape, log_dir: Path, gateway: BenchGateway) -> dict[str, Figures]:
+    load = os.getloadavg()
+    print(f"run {index + 1}: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    order = ["edge", "sdk"] if index % 2 == 0 else ["sdk", "edge"]
+    figures: dict[str, Figures] = {}
+    for name in order:
+        figures[name] = _edge(shape, log_dir, gateway) if name == "edge" else _sdk(shape, log_dir)
+    print(_line("edge (2 processes, PostgreSQL)", figures["edge"]))
+    print(_line("a2a-sdk (1 process, in memory)", figures["sdk"]))
+    ratio = figures["edge"]["events_per_s"] / figures["sdk"]["events_per_s"]
+    print(f"  ratio edge / a2a-sdk events/s: {ratio:.6g}", flush=True)
+    figures["edge"]["ratio"] = ratio
+    return figures
+
+
+def _medians(runs: list[dict[str, Figures]]) -> None:
+    print(f"medians over {len(runs)} runs:")
+    for name in ("edge", "sdk"):
+        m = {k: statistics.median(r[name][k] for r in runs) for k in runs[0][name]}
+        print(
+            f"  {name}: {m['events_per_s']:.6g} events/s, latency p50 {m['p50_ms']:.6g} ms, "
+            f"p99 {m['p99_ms']:.6g} ms"
+        )
+    ratio = statistics.median(r["edge"]["ratio"] for r in runs)
+    print(f"  ratio edge / a2a-sdk events/s (median of the runs' ratios): {ratio:.6g}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -255,20 +165,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--events", type=int, default=50)
     parser.add_argument("--wait", type=float, default=8.0)
-    parser.add_argument("--only", choices=["edge", "sdk"], default=None)
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
+    shape = Shape(args.subscribers, args.tasks, args.events, args.wait)
+    print(
+        f"shape: {shape.tasks} tasks x {shape.per_task} subscribers, {shape.events} events "
+        f"per task, wait {shape.wait} s"
+    )
     log_dir = Path(tempfile.mkdtemp(prefix="bench-stream-"))
-    lines = []
-    if args.only in (None, "edge"):
-        gateway = BenchGateway()
-        gateway.start()
-        try:
-            lines.append(_edge(args, log_dir, gateway))
-        finally:
-            gateway.stop()
-    if args.only in (None, "sdk"):
-        lines.append(_sdk(args, log_dir))
-    print("\n".join(lines))
+    gateway = BenchGateway()
+    gateway.start()
+    runs = []
+    try:
+        for index in range(args.runs):
+            runs.append(_one_run(index, shape, log_dir, gateway))
+    finally:
+        gateway.stop()
+    _medians(runs)
     print(f"logs: {log_dir}")
 
 
