@@ -49,10 +49,14 @@ class Tally:
     probe: Callable[[], float] = lambda: 0.0
     cpu_at_first: float = float("nan")
 
+    last_open: float = 0.0
+
     def event(self, result: dict[str, Any], arrived: float, size: int) -> bool:
         """Count one event; True when it ends the stream."""
         update = result.get("statusUpdate")
         if update is None:
+            if "task" in result:  # the stream's first event: it is open
+                self.last_open = max(self.last_open, arrived)
             return False
         status = update["status"]
         if "message" not in status:
@@ -91,6 +95,9 @@ class Tally:
             "events_per_s": self.rate,
             "window_s": self.window,
             "producer_s": self.last_write - self.first_write,
+            # Positive: every stream was open before the first write (the turn's wait was long
+            # enough); negative: some were still connecting while events went out.
+            "open_lead_s": self.first_write - self.last_open,
             "p50_ms": self.latency_ms(0.5),
             "p99_ms": self.latency_ms(0.99),
             "event_bytes": self.data_bytes / self.delivered if self.delivered else float("nan"),

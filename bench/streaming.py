@@ -125,7 +125,8 @@ def _line(name: str, f: Figures) -> str:
     return (
         f"  {name}: {f['events_per_s']:.6g} events/s ({int(f['delivered'])} delivered, "
         f"{int(f['cut_short'])} streams cut short, {f['event_bytes']:.4g} B each) over "
-        f"{f['window_s']:.4g} s (writes spread over {f['producer_s']:.4g} s); latency p50 "
+        f"{f['window_s']:.4g} s (writes spread over {f['producer_s']:.4g} s, the last stream "
+        f"open {f['open_lead_s']:.3g} s before the first); latency p50 "
         f"{f['p50_ms']:.6g} ms, p99 {f['p99_ms']:.6g} ms; CPU per event delivered: streaming "
         f"process {f['server_cpu_s'] * per_event:.4g} µs, "
         f"client {f['client_cpu_s'] * per_event:.4g} µs"

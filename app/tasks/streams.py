@@ -21,15 +21,14 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.types import StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
-from google.protobuf import json_format
-
+from app.db.documents import RawJson
 from app.db.signals import TaskEventWakeups, Wakeup
-from app.db.task_events import EventHead, TaskEvent, TaskEventStore
+from app.db.task_events import EventHead, TaskEventStore
 from app.errors import TaskNotFound, TooManyStreams, UnsupportedOperation
 from app.rpc.context import StreamResult
 from app.security.caller import CallerScope
 from app.tasks.states import INTERRUPTED, TERMINAL
+from app.tasks.stream_wire import LoggedEvent, logged
 from app.text import shown
 
 # Events read per query: what one stream holds in memory at most.
@@ -91,34 +90,38 @@ class SharedReads:
     database, the others share its answer, as long as no notification for the task was heard
     since that read began (``TaskEventWakeups.generation``: a later commit may be missing from
     it). Where nothing is heard, every stream reads for itself. Only the newest read per task
-    is kept, and dropped with the task's last stream.
+    is kept, and dropped with the task's last stream. The streams sharing a read share its
+    events' encoded updates too (``app.tasks.stream_wire``).
     """
 
     def __init__(self, store: TaskEventStore, wakeups: TaskEventWakeups) -> None:
         self._store = store
         self._wakeups = wakeups
-        self._reads: dict[_ReadKey, tuple[Any, int, asyncio.Future[list[TaskEvent]]]] = {}
+        self._reads: dict[_ReadKey, tuple[Any, int, asyncio.Future[list[LoggedEvent]]]] = {}
 
-    async def after(self, scope: CallerScope, task_id: str, seq: int) -> list[TaskEvent]:
+    async def after(self, scope: CallerScope, task_id: str, seq: int) -> list[LoggedEvent]:
         generation = self._wakeups.generation(scope.tenant, task_id)
         if generation is None:
-            return await self._store.after(scope, task_id, seq, BATCH)
+            return await self._read(scope, task_id, seq)
         key = (scope.tenant, scope.identity, task_id)
         kept = self._reads.get(key)
         if kept is not None and kept[0] == generation and kept[1] == seq:
             # Shielded: one stream going away must not cancel the read the others await.
-            shared: list[TaskEvent] = await asyncio.shield(kept[2])
+            shared: list[LoggedEvent] = await asyncio.shield(kept[2])
             return shared
-        read = asyncio.ensure_future(self._store.after(scope, task_id, seq, BATCH))
+        read = asyncio.ensure_future(self._read(scope, task_id, seq))
         self._reads[key] = (generation, seq, read)
         try:
-            own: list[TaskEvent] = await asyncio.shield(read)
+            own: list[LoggedEvent] = await asyncio.shield(read)
         except Exception:
             kept = self._reads.get(key)
             if kept is not None and kept[2] is read:
                 del self._reads[key]
             raise
         return own
+
+    async def _read(self, scope: CallerScope, task_id: str, seq: int) -> list[LoggedEvent]:
+        return logged(await self._store.after(scope, task_id, seq, BATCH))
 
     def forget(self, scope: CallerScope, task_id: str) -> None:
         """Drop the kept read once no stream of this process follows the task."""
@@ -227,52 +230,36 @@ class _Follower:
 
     async def events(
         self, first: dict[str, Any], wakeup: Wakeup
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[dict[str, Any] | RawJson, None]:
         yield {"task": first}
         if ends_stream(self._status, at_interruption=self.at_interruption):
             return
         while True:
             batch = await self._reads.after(self._scope, self._task_id, self._seq)
             for event in batch:
-                self._seq = event.seq
-                for result in self._changes(event.status, event.artifacts):
+                self._seq = event.event.seq
+                for result in self._changes(event):
                     yield result
                 if ends_stream(self._status, at_interruption=self.at_interruption):
                     return
             if len(batch) < BATCH:
                 await wakeup.wait(self._poll)
 
-    def _changes(self, status: dict[str, Any], artifacts: list[Any] | None) -> list[dict[str, Any]]:
-        """Artifact updates first (a final status ends the stream), then the status update."""
+    def _changes(self, item: LoggedEvent) -> list[RawJson]:
+        """Artifact updates first (a final status ends the stream), then the status update;
+        which ones this stream sends is its own view (what it has sent), their text shared."""
+        event, task_id, context_id = item.event, self._task_id, self._context_id
         results = []
-        for artifact in artifacts or ():
+        for index, artifact in enumerate(event.artifacts or ()):
             key = _artifact_id(artifact)
             if self._artifacts.get(key) != artifact:
                 self._artifacts[key] = artifact
-                results.append(self._artifact_update(artifact))
-        if status != self._status:
-            self._status = status
-            results.append(self._status_update(status))
+                results.append(item.artifact_update(index, task_id, context_id))
+        if event.status != self._status:
+            self._status = event.status
+            results.append(item.status_update(task_id, context_id))
         return results
-
-    def _status_update(self, status: dict[str, Any]) -> dict[str, Any]:
-        event = TaskStatusUpdateEvent(task_id=self._task_id, context_id=self._context_id)
-        json_format.ParseDict(status, event.status, ignore_unknown_fields=True)
-        return _wire(StreamResponse(status_update=event))
-
-    def _artifact_update(self, artifact: dict[str, Any]) -> dict[str, Any]:
-        # The whole artifact each time (append false): A2A §4.2.2, a replacement.
-        event = TaskArtifactUpdateEvent(
-            task_id=self._task_id, context_id=self._context_id, last_chunk=True
-        )
-        json_format.ParseDict(artifact, event.artifact, ignore_unknown_fields=True)
-        return _wire(StreamResponse(artifact_update=event))
 
 
 def _artifact_id(artifact: Any) -> str:
     return str(artifact.get("artifactId", "")) if isinstance(artifact, dict) else ""
-
-
-def _wire(message: StreamResponse) -> dict[str, Any]:
-    doc: dict[str, Any] = json_format.MessageToDict(message)
-    return doc
