@@ -62,8 +62,9 @@ class CallDispatcher:
 
     Returns the result as a JSON value (a dict) or a ``RawJson`` (JSON text already encoded,
     ``json.loads(result.text)`` to get the value); for ``SendStreamingMessage`` and
-    ``SubscribeToTask`` a ``StreamResult`` whose ``next()`` gives ``StreamResponse`` dicts and
-    which the caller must ``aclose()``. Raises an ``RpcError`` (A2A code table;
+    ``SubscribeToTask`` a ``StreamResult`` whose ``next()`` gives ``StreamResponse`` values
+    (dicts, or ``RawJson`` for updates encoded once for many streams) and which the caller
+    must ``aclose()``. Raises an ``RpcError`` (A2A code table;
     ``http_status``/``grpc_status`` give the other bindings' codes) or an ``HttpRefusal``
     (``Unauthorized`` when the token's tenant claim is not the addressed tenant). Anything else
     a handler raises is logged and raised as ``InternalError`` (never shown to the caller).
