@@ -35,9 +35,13 @@ SUPPORTED_VERSIONS = ("1.0",)
 # A2A §3.6.2: a request without the header is a 0.3 request.
 DEFAULT_VERSION = "0.3"
 
-# CONTRACT §10 (issue 51): what a peer edge's token may call, scoped to its namespaced
-# identity; everything else (listing, push configs, streams) is the gateway's or a client's.
-PEER_METHODS = frozenset({"GetExtendedAgentCard", "SendMessage", "GetTask", "CancelTask"})
+# CONTRACT §10 (issues 51, 54): what a peer edge's token may call, scoped to its namespaced
+# identity: its card, sending, reading, following (an A2A tool waiting on a task it sent) and
+# canceling its own tasks; listing, push configs and streamed sends are the gateway's or a
+# client's.
+PEER_METHODS = frozenset(
+    {"GetExtendedAgentCard", "SendMessage", "GetTask", "SubscribeToTask", "CancelTask"}
+)
 
 
 class TenantLookup(Protocol):

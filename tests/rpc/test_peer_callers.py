@@ -1,4 +1,4 @@
-"""Who a peer edge's token may reach (CONTRACT §10, issue 51): open tenants only, four
+"""Who a peer edge's token may reach (CONTRACT §10, issues 51 and 54): open tenants only, five
 methods, and only what its namespaced identity owns."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
+from tests.tasks.sse_client import SseCall
 
 PEER = "https://peer.test"
 
@@ -60,7 +61,7 @@ async def test_a_gateway_token_still_reaches_an_open_tenant(edge: EdgeHarness) -
 
 
 @pytest.mark.parametrize(
-    "method", ["ListTasks", "CreateTaskPushNotificationConfig", "SubscribeToTask"]
+    "method", ["ListTasks", "CreateTaskPushNotificationConfig", "SendStreamingMessage"]
 )
 async def test_a_peer_may_not_call_other_methods(
     edge: EdgeHarness, peer: GatewayKit, method: str
@@ -80,7 +81,7 @@ async def test_a_peer_never_reaches_a_gateway_callers_task(
     created = await edge.result("SendMessage", _message("mine"), tenant="shop")
     task_id = created["task"]["id"]
     token = peer_token(edge, peer, "shop")
-    for method in ("GetTask", "CancelTask"):
+    for method in ("GetTask", "SubscribeToTask", "CancelTask"):
         r = await edge.rpc(method, {"id": task_id}, tenant="shop", token=token)
         assert r.json()["error"]["code"] == -32001, r.text
 
@@ -94,3 +95,22 @@ async def test_a_peer_sends_and_reads_its_own_task(edge: EdgeHarness, peer: Gate
     # The same key from the gateway is someone else.
     r = await edge.rpc("GetTask", {"id": task_id}, tenant="shop", identity={"key": "agent-7"})
     assert r.json()["error"]["code"] == -32001
+
+
+async def test_a_peer_follows_its_own_task_to_the_end(db_url: str, peer: GatewayKit) -> None:
+    """Issue 54: an A2A tool waiting on a task it sent follows it with SubscribeToTask."""
+    async with edge_harness(db_url, peers=[peer], background=True, poll_seconds=0.05) as edge:
+        await edge.add_tenant("shop", agent="scripted", profile="open", require_push_config=False)
+        token = peer_token(edge, peer, "shop", key="agent-7")
+        sent = await edge.result(
+            "SendMessage", _message("sleep 1\nreply done"), tenant="shop", token=token
+        )
+        task_id = sent["task"]["id"]
+        async with SseCall(
+            edge, "SubscribeToTask", {"id": task_id}, tenant="shop", token=token
+        ) as call:
+            results = await call.events()
+    assert results[0]["task"]["id"] == task_id
+    last = results[-1]["statusUpdate"]["status"]
+    assert last["state"] == "TASK_STATE_COMPLETED"
+    assert last["message"]["parts"][0]["text"] == "done"

@@ -20,15 +20,17 @@ class SseCall:
         params: Mapping[str, Any],
         *,
         rest: tuple[str, str] | None = None,
+        token: str | None = None,
         **kw: Any,
     ):
         """A JSON-RPC call of ``method`` with ``params``; with ``rest=(http method, path)`` an
-        HTTP+JSON request to ``/{tenant}<path>`` with ``params`` as its body instead."""
+        HTTP+JSON request to ``/{tenant}<path>`` with ``params`` as its body instead.
+        ``token``: the caller's (a peer's, say) instead of one from the harness's gateway."""
         tenant = kw.pop("tenant", None) or edge.default_tenant
         http_method, path = "POST", edge.settings.rpc_path
         if rest is None:
             body_params = {"tenant": tenant, **params}
-            token = edge.token(tenant=body_params["tenant"], **kw)
+            token = token or edge.token(tenant=body_params["tenant"], **kw)
             doc = {"jsonrpc": "2.0", "id": 7, "method": method, "params": body_params}
         else:
             token = edge.rest_token(tenant=tenant, **kw)
