@@ -9,8 +9,12 @@ import base64
 import time
 from typing import Any
 
+import pytest
+
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.pdfs import flate_bomb_pdf, nested_pdf, slow_pdf, text_pdf
+
+pytestmark = pytest.mark.slow  # each PDF starts a child process
 
 MiB = 1024 * 1024
 MODEL = {"model": {"base_url": "http://127.0.0.1:9/v1", "name": "fake"}}

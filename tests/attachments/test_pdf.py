@@ -7,6 +7,7 @@ import asyncio
 import io
 import os
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ from app.attachments.pdf import PdfExtractor, PdfLimits
 from app.attachments.pdf_worker import MAX_PDF_BYTES
 from app.errors import ContentTypeNotSupported
 from app.testing.pdfs import flate_bomb_pdf, looping_pdf, nested_pdf, pages_pdf, slow_pdf, text_pdf
+
+pytestmark = pytest.mark.slow  # each PDF starts a child process
 
 MiB = 1024 * 1024
 
@@ -109,11 +112,15 @@ async def test_deadline_kills_the_child_and_the_loop_stays_free() -> None:
     assert ticks > 10  # the event loop served other work meanwhile
 
 
-async def test_at_most_two_children_at_once(tmp_path: Path) -> None:
+async def test_at_most_two_children_at_once_and_none_sees_our_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EDGE_DATABASE_URL", "postgresql://edge:secret@db/edge")
     log = tmp_path / "children.log"
+    environ = tmp_path / "environ"
     wrapper = tmp_path / "python"
     wrapper.write_text(
-        f'#!/bin/sh\necho start >> {log}\n{sys.executable} "$@"\nrc=$?\n'
+        f'#!/bin/sh\necho start >> {log}\nenv >> {environ}\n{sys.executable} "$@"\nrc=$?\n'
         f"echo end >> {log}\nexit $rc\n"
     )
     wrapper.chmod(0o755)
@@ -126,6 +133,24 @@ async def test_at_most_two_children_at_once(tmp_path: Path) -> None:
         running += 1 if line == "start" else -1
         peak = max(peak, running)
     assert peak == 2
+    assert "secret" not in environ.read_text() and "EDGE_" not in environ.read_text()
+
+
+def test_the_child_cannot_open_a_socket() -> None:
+    probe = (
+        "from app.attachments.pdf_worker import confine\n"
+        "confine(256 * 1024 * 1024, 5)\n"
+        "import socket\n"
+        "for make in (lambda: socket.socket(), lambda: socket.create_connection(('127.0.0.1', 9)),"
+        " lambda: socket.getaddrinfo('localhost', 80)):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except PermissionError:\n"
+        "        continue\n"
+        "    raise SystemExit('reached the network')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
 
 
 def _pdf_children() -> list[int]:
