@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -132,6 +133,7 @@ class PdfExtractor:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             env={},
+            start_new_session=True,  # its own process group: a kill reaches anything it started
         )
         try:
             async with asyncio.timeout(self.limits.deadline_seconds):
@@ -140,8 +142,10 @@ class PdfExtractor:
             return {"refused": "document_deadline"}
         finally:
             if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 with contextlib.suppress(ProcessLookupError):
-                    process.kill()
+                    process.kill()  # not yet reaped: the pid is still this child's
                 await asyncio.shield(process.wait())
         return _answer(process.returncode, output)
 
