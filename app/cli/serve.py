@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from app.cli.admin import admin_child
+from app.cli.admin import admin_child, admin_listeners
 from app.cli.common import (
     DATABASE_ERRORS,
     EXIT_CONFIG,
@@ -82,7 +82,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     admin = settings.admin_address
     if admin is not None and admin[1] == args.port:
         return fail("EDGE_ADMIN_LISTEN: must not be the public port (--port)", EXIT_CONFIG)
-    with admin_child(admin is not None):
+    try:
+        listeners = admin_listeners(admin) if admin is not None else []
+    except OSError as exc:
+        why = exc.strerror or "in use?"
+        return fail(
+            f"EDGE_ADMIN_LISTEN: cannot listen on {settings.admin_listen} ({why})", EXIT_CONFIG
+        )
+    with admin_child(listeners):
         _run_public(args, settings)
     return 0
 

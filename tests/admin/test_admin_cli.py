@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from app.errors import ConfigError
 from app.security.keys import generate_private_jwk
 from app.settings import load_settings
 from tests.child_env import CLI, child_env
+from tests.e2e.processes import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +60,19 @@ def test_the_admin_command_needs_its_listener_and_serve_another_port(tmp_path: P
     assert alone.returncode == 78 and "EDGE_ADMIN_LISTEN" in alone.stderr
     same = _cli(_env(tmp_path, admin_listen="127.0.0.1:8089"), "serve", "--port", "8089")
     assert same.returncode == 78 and "EDGE_ADMIN_LISTEN" in same.stderr
+
+
+def test_serve_ends_at_once_when_its_admin_address_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        env = _env(tmp_path, admin_listen=address)
+        done = _cli(env, "serve", "--port", str(free_port()))
+    assert done.returncode == 78, done.stderr
+    assert done.stderr.splitlines() == [
+        f"looping-edge: EDGE_ADMIN_LISTEN: cannot listen on {address} (Address already in use)"
+    ]
 
 
 @pytest.mark.parametrize("value", ["8081", "localhost", "127.0.0.1:0", "a b:1", "h:99999"])
