@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import httpx
 
+from app.agents.llm.extension import Extensions
 from app.agents.llm.plugins import PluginError
 from app.agents.llm.runtime import LlmRuntime, build_llm_runtime
 from app.attachments.pdf import PdfExtractor, PdfLimits
@@ -22,6 +23,8 @@ from app.negotiation.peers import PeerClient
 from app.negotiation.service import NegotiationService
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
+from app.peers.client import PeerClients
+from app.peers.tools import PeerTools
 from app.rpc.calls import CallDispatcher
 from app.security.jwks import JwksFetcher
 from app.security.keys import SigningKey
@@ -62,10 +65,14 @@ class EdgeServices:
     tracing: Tracing = TRACING_OFF  # this process's tracer provider (app.tracing)
     # The PDF children and their per-process semaphore (issue 55, app.attachments.pdf).
     pdf: PdfExtractor = field(default_factory=lambda: PdfExtractor(PdfLimits()))
+    peers: PeerTools | None = None  # the llm agents' A2A tools (app.peers)
+    negotiation: NegotiationService | None = None  # negotiating llm agents (app.negotiation)
 
     async def aclose(self) -> None:
         self.tracing.shutdown()  # the spans still queued leave before the process does
         await self.gateway_client.aclose()
+        if self.peers is not None:
+            await self.peers.aclose()
         if self.llm is not None:
             await self.llm.aclose()
         await self.db.dispose()
@@ -87,11 +94,13 @@ def build_services(
     gateway_client: httpx.AsyncClient | None = None,
     db: Database | None = None,
     environ: Mapping[str, str] | None = None,
+    peer_transport: httpx.AsyncBaseTransport | None = None,
 ) -> EdgeServices:
     """Build every service; raises ``ConfigError`` (one line naming the variable) on bad config.
 
     ``environ``: the process environment, built at the process edge; llm agents read their
-    model keys and plugins their secrets from it (none when omitted)."""
+    model keys and plugins their secrets from it (none when omitted). ``peer_transport``: under
+    the llm agents' calls to their A2A peers (a test's in-process apps; default: the network)."""
     settings.validate_for_serving()
     if settings.push_allow_private_targets:
         # Development and tests only (issue 49): open tenants' pushes may reach loopback,
@@ -119,9 +128,21 @@ def build_services(
     except PluginError as exc:
         raise ConfigError(f"plugins: {exc}") from None
     tenants = TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds)
+    peers = PeerTools(
+        PeerClients(
+            settings,
+            key,
+            open_storage(database).peer_pins,
+            llm.environ,
+            peer_transport or httpx.AsyncHTTPTransport(),
+        ),
+        open_storage(database).peer_sends,
+        party_name=_party_name(tenants),
+    )
+    negotiation = _negotiation(settings, database, key, jwks, client, llm, tenants)
     llm = replace(
         llm,
-        extension=_negotiation(settings, database, key, jwks, client, llm, tenants),
+        extension=Extensions(negotiation, peers),
         plugins=with_gate(llm.plugins, open_storage(database).negotiations),
     )
     return EdgeServices(
@@ -139,6 +160,8 @@ def build_services(
         llm=llm,
         tracing=tracing,
         pdf=PdfExtractor(PdfLimits.from_settings(settings)),
+        peers=peers,
+        negotiation=negotiation,
     )
 
 
@@ -154,17 +177,23 @@ def _negotiation(
     """Negotiation for the llm agents that enable it (docs/negotiation.md): peers are dialled
     with the gateway client (no redirects, no proxies from the environment)."""
 
-    async def party_name(tenant_id: str) -> str:
-        record = await tenants.get(tenant_id)
-        name = record.manifest.get("name") if record is not None else None
-        return name if isinstance(name, str) and name else tenant_id
-
     return NegotiationService(
         open_storage(db).negotiations,
         PeerClient(settings, key, jwks, client, open_storage(db).peer_pins),
         environ=llm.environ,
         http=llm.http_client,
         plugins=llm.plugins,
-        party_name=party_name,
+        party_name=_party_name(tenants),
         clock=time.time,
     )
+
+
+def _party_name(tenants: TenantDirectory) -> Callable[[str], Awaitable[str]]:
+    """The name our tenant's agent goes by with other agents: its card's name."""
+
+    async def party_name(tenant_id: str) -> str:
+        record = await tenants.get(tenant_id)
+        name = record.manifest.get("name") if record is not None else None
+        return name if isinstance(name, str) and name else tenant_id
+
+    return party_name

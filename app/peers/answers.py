@@ -131,8 +131,7 @@ def message_answer(peer: Peer, message: Message, **extra: Any) -> JsonDict:
 
 
 def _with_content(answer: JsonDict, texts: list[str], refs: list[JsonDict]) -> JsonDict:
-    answer["text"] = "\n\n".join(texts)
-    answer["truncated"] = False
+    answer["text"], answer["truncated"] = bounded("\n\n".join(texts), MAX_TEXT_BYTES)
     answer["artifacts"] = refs[:MAX_REFERENCES]
     if len(refs) > MAX_REFERENCES:
         answer["moreArtifacts"] = len(refs) - MAX_REFERENCES

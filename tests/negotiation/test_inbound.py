@@ -204,7 +204,7 @@ async def test_on_settled_reaches_the_plugins(edge: EdgeHarness) -> None:
         async def on_settled(self, negotiation: Any, settlement: Any) -> None:
             raise RuntimeError("boom")
 
-    service = edge.services.llm.extension  # type: ignore[union-attr]
+    service = edge.services.negotiation
     service.plugins = build_plugins([Broken(), Hooked()], {})  # type: ignore[union-attr]
     mine = Decision("accept", "ok")
     await service.on_settled("n", Settlement("agreed", "terms", "r", mine, None))  # type: ignore[union-attr]
