@@ -233,7 +233,7 @@ class RestEventStream:
         if self._failed:
             raise StopAsyncIteration
         try:
-            return sse_event(_json(await self._results.next()))
+            return b"".join(sse_event(_json(r)) for r in await self._results.next_batch())
         except StopAsyncIteration:
             raise
         except RpcError as exc:

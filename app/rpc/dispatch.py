@@ -67,7 +67,8 @@ class EventStream(Protocol):
     """A stream answer as the Server-Sent Events to send (``app.http.sse``)."""
 
     async def next(self) -> bytes:
-        """The next whole event (``sse_event``); ``StopAsyncIteration`` at the end."""
+        """The next whole events (``sse_event``, one or more); ``StopAsyncIteration`` at the
+        end."""
         ...
 
     async def aclose(self) -> None: ...
@@ -87,23 +88,24 @@ class EncodedStream:
         self._failed = False
 
     async def next(self) -> bytes:
-        """The next event; ``StopAsyncIteration`` at the end."""
-        return sse_event(await self._next_body())
+        """The next events (those ready together, in one write); ``StopAsyncIteration`` at
+        the end."""
+        return b"".join(sse_event(body) for body in await self._next_bodies())
 
-    async def _next_body(self) -> bytes:
+    async def _next_bodies(self) -> list[bytes]:
         if self._failed:
             raise StopAsyncIteration
         try:
-            return success_body(self._id, await self._results.next())
+            return [success_body(self._id, r) for r in await self._results.next_batch()]
         except StopAsyncIteration:
             raise
         except RpcError as exc:
             self._failed = True
-            return encode(failure(self._id, exc))
+            return [encode(failure(self._id, exc))]
         except Exception:
             self._failed = True
             log.exception("stream failed")
-            return encode(failure(self._id, InternalError("internal error")))
+            return [encode(failure(self._id, InternalError("internal error")))]
 
     async def aclose(self) -> None:
         await self._results.aclose()

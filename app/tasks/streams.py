@@ -230,18 +230,24 @@ class _Follower:
 
     async def events(
         self, first: dict[str, Any], wakeup: Wakeup
-    ) -> AsyncGenerator[dict[str, Any] | RawJson, None]:
-        yield {"task": first}
+    ) -> AsyncGenerator[list[dict[str, Any] | RawJson], None]:
+        """The Task, then the updates of each read together (a stream that fell behind sends
+        what it read in one write), up to the one that ends the stream."""
+        yield [{"task": first}]
         if ends_stream(self._status, at_interruption=self.at_interruption):
             return
         while True:
             batch = await self._reads.after(self._scope, self._task_id, self._seq)
+            results: list[dict[str, Any] | RawJson] = []
             for event in batch:
                 self._seq = event.event.seq
-                for result in self._changes(event):
-                    yield result
+                results += self._changes(event)
                 if ends_stream(self._status, at_interruption=self.at_interruption):
+                    if results:
+                        yield results
                     return
+            if results:
+                yield results
             if len(batch) < BATCH:
                 await wakeup.wait(self._poll)
 

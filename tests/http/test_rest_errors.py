@@ -52,11 +52,11 @@ def test_refusals_carry_their_status_and_headers() -> None:
 def _stream(*items: Any) -> tuple[StreamResult, list[bool]]:
     closed: list[bool] = []
 
-    async def results() -> AsyncGenerator[Any, None]:
+    async def results() -> AsyncGenerator[list[Any], None]:
         for item in items:
             if isinstance(item, Exception):
                 raise item
-            yield item
+            yield [item]
 
     return StreamResult(results(), lambda: closed.append(True)), closed
 

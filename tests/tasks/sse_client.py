@@ -97,6 +97,11 @@ class SseCall:
                 return
         await self.messages.put(message)
 
+    @property
+    def bodies(self) -> int:
+        """Response bodies (SSE writes) sent so far."""
+        return self._bodies
+
     def stall_after(self, bodies: int) -> None:
         """Take ``bodies`` response bodies (counting from the first), then read nothing."""
         self._stall_after = bodies

@@ -1,5 +1,6 @@
 """The streams of one process that follow a task share its reads and its events' encoding
-(``SharedReads``, ``app.tasks.stream_wire``): each still gets every event in order."""
+(``SharedReads``, ``app.tasks.stream_wire``), and a stream sends the updates of one read in
+one write: each still gets every event in order."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from app.tasks import states, stream_wire
 from app.testing.edge import edge_harness
+from tests.polling import poll_until
 from tests.tasks.conftest import send_params
 from tests.tasks.sse_client import SseCall
 
@@ -71,3 +73,38 @@ async def test_the_streams_of_a_task_share_each_read_and_each_encoding(
     # Alone, every stream would read and encode every update: STREAMS x updates of each.
     assert encoded <= updates + 2, encoded
     assert reads <= 2 * (updates + 2), reads
+
+
+async def test_a_stream_that_fell_behind_sends_what_it_read_in_one_write(db_url: str):
+    """The updates of one read go out in one body (an SSE write), in order: a stream held back
+    while the whole turn ran catches up in one write, not one per event."""
+    async with edge_harness(db_url, background=True, stream_poll_seconds=0.05) as edge:
+        await edge.add_tenant("open", agent="scripted", require_push_config=False)
+        edge.default_tenant = "open"
+        store = edge.services.db.storage.task_events
+        after = store.after
+        held = asyncio.Event()
+
+        async def held_after(*args: Any, **kwargs: Any) -> Any:
+            await held.wait()
+            return await after(*args, **kwargs)
+
+        store.after = held_after  # type: ignore[method-assign]
+        steps = "".join(f"progress p{i}\n" for i in range(STEPS))
+        params = send_params("m-1", f"sleep 0.5\n{steps}reply done", push=None)
+        params["configuration"] = {"returnImmediately": True}
+        task_id = (await edge.result("SendMessage", params))["task"]["id"]
+        async with SseCall(edge, "SubscribeToTask", {"id": task_id}) as call:
+            assert (await call.event())["result"]["task"]["id"] == task_id
+
+            async def completed() -> bool | None:
+                got = await edge.result("GetTask", {"id": task_id})
+                return True if got["status"]["state"] == states.COMPLETED else None
+
+            await poll_until(completed, 10, interval=0.02, what="completed")
+            held.set()
+            results = await call.events()
+            bodies = call.bodies
+    assert _texts(results) == [*(f"p{i}" for i in range(STEPS)), "done"]
+    # The Task, every update in one write, the empty body that ends the response.
+    assert bodies == 3, bodies
