@@ -164,28 +164,34 @@ class PeerSession:
         if task.status.state in SETTLED or self.clock() >= deadline:
             return task
         if self.card.streaming:
-            await self._follow(task_id, deadline)
-        else:
-            while self.clock() < deadline:
-                await self.sleep(min(self._limits.poll_seconds, deadline - self.clock()))
-                task = await self.get_task(task_id)
-                if task.status.state in SETTLED:
-                    return task
+            failed = await self._follow(task_id, deadline)
+            task = await self.get_task(task_id)
+            if failed is not None and task.status.state not in SETTLED:
+                raise failed
+            return task
+        while self.clock() < deadline:
+            await self.sleep(min(self._limits.poll_seconds, deadline - self.clock()))
+            task = await self.get_task(task_id)
+            if task.status.state in SETTLED:
+                return task
         return await self.get_task(task_id)
 
-    async def _follow(self, task_id: str, deadline: float) -> None:
-        """``SubscribeToTask`` until an event says the task settled or the deadline passed.
-        A failed stream is reported, not replaced with polling."""
+    async def _follow(self, task_id: str, deadline: float) -> PeerCallFailed | None:
+        """``SubscribeToTask`` until an event says the task settled or the deadline passed;
+        the stream's failure, if it failed. A failed stream is not replaced with polling: the
+        caller's final read decides (a task that settled just before the subscription is
+        refused one: A2A refuses subscriptions to a settled task)."""
         request = SubscribeToTaskRequest(id=task_id)
         try:
             async with asyncio.timeout(max(deadline - self.clock(), 0.0)):
                 async for event in self._client(streaming=True).subscribe(request):
                     if _settled(event):
-                        return
+                        return None
         except TimeoutError:
-            return
+            return None
         except Exception as exc:
-            raise translate(exc, "SubscribeToTask") from None
+            return translate(exc, "SubscribeToTask")
+        return None
 
 
 def _settled(event: StreamResponse) -> bool:

@@ -100,6 +100,15 @@ class FakePeer:
         return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": result})
 
 
+def sse(*results: dict[str, Any]) -> httpx.Response:
+    """A JSON-RPC SSE stream of ``results`` (StreamResponse objects), as a streaming peer
+    answers SubscribeToTask."""
+    lines = [f"data: {json.dumps({'jsonrpc': '2.0', 'id': '1', 'result': r})}\n\n" for r in results]
+    return httpx.Response(
+        200, content="".join(lines).encode(), headers={"content-type": "text/event-stream"}
+    )
+
+
 def new_key(kid: str) -> SigningKey:
     return SigningKey.from_jwk_json(json.dumps(generate_private_jwk(kid)))
 

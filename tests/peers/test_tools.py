@@ -23,6 +23,7 @@ from tests.peers.kit import (
     ctx,
     new_key,
     peer_tools,
+    sse,
     task,
     tool,
 )
@@ -390,3 +391,58 @@ async def test_no_tools_without_a_directory(database: Database) -> None:
         "a2a_get_task",
         "a2a_cancel_task",
     ]
+
+
+async def test_a_streaming_peer_is_followed_and_read_once_more(database: Database) -> None:
+    peer = FakePeer(streaming=True)
+    reads = {"n": 0}
+
+    def get_task(params: dict[str, Any]) -> dict[str, Any]:
+        reads["n"] += 1
+        if reads["n"] == 1:
+            return task(params["id"], "TASK_STATE_WORKING")
+        return task(params["id"], "TASK_STATE_COMPLETED", "streamed")
+
+    peer.methods["SendMessage"] = lambda p: {"task": task("p-1", "TASK_STATE_SUBMITTED")}
+    peer.methods["GetTask"] = get_task
+    peer.methods["SubscribeToTask"] = lambda p: sse(
+        {
+            "statusUpdate": {
+                "taskId": "p-1",
+                "contextId": "ctx-1",
+                "status": {"state": "TASK_STATE_WORKING"},
+            }
+        },
+        {
+            "statusUpdate": {
+                "taskId": "p-1",
+                "contextId": "ctx-1",
+                "status": {"state": "TASK_STATE_COMPLETED"},
+            }
+        },
+    )
+    got = await call(_tools(database, peer), config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert got["state"] == "TASK_STATE_COMPLETED" and got["text"] == "streamed"
+    assert peer.calls == ["card", "SendMessage", "GetTask", "SubscribeToTask", "GetTask"]
+
+
+async def test_a_failed_stream_is_reported_not_replaced_by_polling(database: Database) -> None:
+    peer = FakePeer(streaming=True)
+    peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_WORKING")
+    peer.methods["SubscribeToTask"] = lambda p: httpx.Response(502)
+    got = await call(
+        _tools(database, peer),
+        config(),
+        "a2a_get_task",
+        ctx(),
+        agent="helper",
+        task_id="p-1",
+        wait=True,
+    )
+    assert got["ok"] is False and got["error"] == "HTTP_ERROR" and got["code"] == "502"
+    assert peer.calls.count("GetTask") == 2 and peer.calls.count("SubscribeToTask") == 1
+
+
+def _update(state: str) -> dict[str, Any]:
+    status = {"state": f"TASK_STATE_{state}"}
+    return {"statusUpdate": {"taskId": "p-1", "contextId": "ctx-1", "status": status}}
