@@ -1,7 +1,7 @@
 """A small pool of raw asyncpg connections for single autocommit statements on PostgreSQL:
 GetTask and ListTasks reads, the new-task accept (``app.db.postgres.accepts``), the turn
 pipeline's one-statement units (the worker's fenced turn and task updates, its mailbox reads,
-lease claim and release; ``app.worker.mailbox``, ``app.worker.lease``,
+lease claim and release; ``app.db.postgres.mailbox``,
 ``app.db.postgres.turn_writes``, ``app.push.store_pg``), and through ``connection()`` the push
 claim's short transaction.
 

@@ -26,12 +26,12 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
 )
+from app.db.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.security.caller import PeerSender
 from app.tasks import states
 from app.tasks.outcome import MESSAGE_RESULT_KEY, TurnOutcome
 from app.tasks.wire import normalise
 from app.text import first_bad_text
-from app.worker.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")

@@ -27,8 +27,8 @@ import threading
 from dataclasses import dataclass
 
 from app.db.engine import Database
+from app.db.mailbox import Lease
 from app.tasks import states
-from app.worker.lease import Lease, extend, task_states
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
@@ -147,7 +147,9 @@ class LeaseKeeper:
         held = self._snapshot()
         if not held:
             return
-        extended = await extend(db, [h.lease for h in held], lease_seconds=self._lease_seconds)
+        extended = await db.storage.mailbox.extend(
+            [h.lease for h in held], lease_seconds=self._lease_seconds
+        )
         for holding in held:
             with self._lock:
                 current = self._held.get(holding.lease) is holding
@@ -162,7 +164,7 @@ class LeaseKeeper:
         ]
         if not running:
             return
-        found = await task_states(db, [(w.scope, w.task_id) for w in running])
+        found = await db.storage.mailbox.task_states([(w.scope, w.task_id) for w in running])
         for watch in running:
             if found.get((watch.scope, watch.task_id)) == states.CANCELED:
                 log.info("turn.cancel_seen", extra={"task_id": watch.task_id})

@@ -38,6 +38,7 @@ from app.agents.envelope import turn_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.db.engine import Database
 from app.db.fence import Fence
+from app.db.mailbox import ERROR_REFUSED, Lease, QueuedTurn
 from app.db.turns import Finished, KnownTask, SettleTurn
 from app.errors import TaskNotFound
 from app.ops.metrics import Metrics
@@ -47,10 +48,8 @@ from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.tenants.registry import TenantRecord
 from app.tracing.spans import TENANT, span, stored_carrier
-from app.worker import mailbox, turn_start
+from app.worker import turn_start
 from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of, sender_of
-from app.worker.lease import Lease, still_held
-from app.worker.mailbox import QueuedTurn
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
@@ -375,8 +374,8 @@ class _TurnRun:
         if self.attempt >= self.r.settings.turn_max_attempts:
             return await self._give_up(mark=False, error=category)
         delay = backoff_seconds(self.r.settings, self.attempt)
-        if not await mailbox.retry_later(
-            self.r.db, self.lease, self.turn.id, delay=delay, error=category
+        if not await self.r.db.storage.mailbox.retry_later(
+            self.lease, self.turn.id, delay=delay, error=category
         ):
             return STOP
         self.r.metrics.turns.labels("retry").inc()
@@ -404,7 +403,7 @@ class _TurnRun:
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             return STOP
         if self.watch.shutdown and not self.watch.canceled:
-            await mailbox.give_back(self.r.db, self.lease, self.turn.id)
+            await self.r.db.storage.mailbox.give_back(self.lease, self.turn.id)
             return STOP
         return await self._refused()
 
@@ -412,7 +411,7 @@ class _TurnRun:
         """A guarded write did not apply (or the agent was stopped): the task was closed
         (canceled, terminal, waiting for input) or this worker no longer holds the identity.
         Only the former is ours to settle; anything else is retried like a crash."""
-        if not await still_held(self.r.db, self.lease):
+        if not await self.r.db.storage.mailbox.still_held(self.lease):
             log.warning("turn.lease_lost", extra={"task_id": self.turn.task_id})
             self.watch.lost = True
             return STOP
@@ -423,13 +422,13 @@ class _TurnRun:
             return await self._settle(states.TURN_CANCELED, result="canceled")
         if snapshot.state in states.TERMINAL or snapshot.state in states.INTERRUPTED:
             return await self._settle(states.TURN_DONE)
-        return await self._crashed(mailbox.ERROR_REFUSED)
+        return await self._crashed(ERROR_REFUSED)
 
     async def _settle(
         self, status: str, *, result: str | None = None, error: str | None = None
     ) -> Step:
-        settled = await mailbox.settle_and_head(
-            self.r.db, self.lease, self.turn.id, status, error=error
+        settled = await self.r.db.storage.mailbox.settle_and_head(
+            self.lease, self.turn.id, status, error=error
         )
         if not settled.applied:
             # Fenced out: another worker holds the identity now and owns this turn.

@@ -28,14 +28,13 @@ import random
 from collections.abc import Callable
 
 from app.db.engine import Database
+from app.db.mailbox import Lease, QueuedTurn
 from app.db.signals import Wakeup
 from app.db.sqlite.worker_lock import WorkerLock
 from app.settings import Settings
 from app.tasks.retention import purge_expired
 from app.tasks.states import TURN_DEAD
-from app.worker import mailbox
 from app.worker.keeper import Holding, LeaseKeeper
-from app.worker.lease import Lease, release
 from app.worker.runner import TurnRunner, backoff_seconds
 from app.worker.watch import TurnWatch
 
@@ -142,8 +141,7 @@ class TurnWorker:
             free = self.concurrency - len(self._drains)
             if free > 0:
                 try:
-                    claimed = await mailbox.claim_with_heads(
-                        self.db,
+                    claimed = await self.db.storage.mailbox.claim_with_heads(
                         owner=self.owner,
                         limit=free,
                         lease_seconds=self.settings.lease_seconds,
@@ -155,7 +153,7 @@ class TurnWorker:
                     self._start_drain(lease, head)
             await self._wakeup.wait(self.settings.poll_seconds)
 
-    def _start_drain(self, lease: Lease, head: mailbox.QueuedTurn | None) -> None:
+    def _start_drain(self, lease: Lease, head: QueuedTurn | None) -> None:
         holding = self._keeper.hold(lease)
         task = asyncio.create_task(self._drain(holding, head), name=f"drain:{lease.scope.tenant}")
         self._drains[task] = holding
@@ -168,7 +166,7 @@ class TurnWorker:
 
     # --- draining ---------------------------------------------------------------------------
 
-    async def _drain(self, holding: Holding, head: mailbox.QueuedTurn | None) -> None:
+    async def _drain(self, holding: Holding, head: QueuedTurn | None) -> None:
         """Run the identity's head turn (``head``, as the claim read it), then give the slot
         back: release the lease, which records the identity as just served.
 
@@ -190,9 +188,9 @@ class TurnWorker:
             self._keeper.drop(lease)
             if not holding.lost:
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(release(self.db, lease))
+                    await asyncio.shield(self.db.storage.mailbox.release(lease))
 
-    async def _run_one(self, holding: Holding, turn: mailbox.QueuedTurn) -> None:
+    async def _run_one(self, holding: Holding, turn: QueuedTurn) -> None:
         """One turn under the watch the keeper's cancel checks reach; a fault parks it."""
         lease = holding.lease
         watch = TurnWatch(scope=lease.scope, task_id=turn.task_id)
@@ -211,7 +209,7 @@ class TurnWorker:
             holding.watch = None
             holding.lost = holding.lost or watch.lost
 
-    async def _park(self, lease: Lease, turn: mailbox.QueuedTurn) -> None:
+    async def _park(self, lease: Lease, turn: QueuedTurn) -> None:
         """An unexpected error (a bug or the database): back off and run the turn again. Its
         attempts are counted, so the run after the last one fails the task with the
         operator's text and a final push (the runner's out-of-attempts path; found by audit:
@@ -222,10 +220,12 @@ class TurnWorker:
         with contextlib.suppress(Exception):
             if attempt > self.settings.turn_max_attempts:
                 log.error("turn.dead_unsettled_task", extra={"task_id": turn.task_id})
-                await mailbox.settle(self.db, lease, turn.id, TURN_DEAD, error="internal")
+                await self.db.storage.mailbox.settle(lease, turn.id, TURN_DEAD, error="internal")
             else:
                 delay = backoff_seconds(self.settings, attempt)
-                await mailbox.retry_later(self.db, lease, turn.id, delay=delay, error="internal")
+                await self.db.storage.mailbox.retry_later(
+                    lease, turn.id, delay=delay, error="internal"
+                )
 
     # --- retention --------------------------------------------------------------------------
 

@@ -18,11 +18,11 @@ from app.agents.contract import (
     TurnContext,
     TurnStopped,
 )
+from app.db.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of, outcome_of
-from app.worker.mailbox import ERROR_AGENT, ERROR_TIMEOUT
 from app.worker.watch import TurnWatch
 
 SECRET = "tenant-secret-in-the-exception"

@@ -24,8 +24,6 @@ from app.db.migrate import upgrade_to_head
 from app.db.models import ActorRow, TurnRow
 from app.db.postgres import mailbox as pg_mailbox
 from app.tasks import states
-from app.worker import mailbox
-from app.worker.lease import claim
 from tests.db.helpers import plan_nodes
 
 IDENTITIES = 100
@@ -210,8 +208,8 @@ async def _claim_and_head(url: str) -> list[tuple[str, Any]]:
             await s.execute(insert(ActorRow), _actors())
             await s.execute(insert(TurnRow), _turns())
         event.listen(db.engine.sync_engine, "before_cursor_execute", record)
-        (lease,) = await claim(db, owner="probe", limit=1, lease_seconds=30.0)
-        assert await mailbox.head_turn(db, lease) is not None
+        (lease,) = await db.storage.mailbox.claim(owner="probe", limit=1, lease_seconds=30.0)
+        assert await db.storage.mailbox.head_turn(lease) is not None
     finally:
         event.remove(db.engine.sync_engine, "before_cursor_execute", record)
         await db.dispose()

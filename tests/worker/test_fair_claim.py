@@ -12,8 +12,6 @@ from app.db.engine import Database
 from app.db.models import ActorRow
 from app.tasks import states
 from app.testing.edge import edge_harness
-from app.worker import mailbox
-from app.worker.lease import claim, release
 from tests.worker.helpers import eventually, reached, scripted_edge, send, turns
 
 LEASE = 30.0
@@ -32,11 +30,11 @@ async def test_an_identity_just_served_goes_behind_a_waiting_newcomer(db_url: st
     async with scripted_edge(db_url) as edge:
         db = edge.services.db
         await send(edge, "reply 1", message_id="a1", who="alice")
-        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
-        head = await mailbox.head_turn(db, lease)
-        assert head is not None and await mailbox.begin_attempt(db, lease, head)
-        assert await mailbox.settle(db, lease, head.id, states.TURN_DONE)
-        assert await release(db, lease)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
+        head = await db.storage.mailbox.head_turn(lease)
+        assert head is not None and await db.storage.mailbox.begin_attempt(lease, head)
+        assert await db.storage.mailbox.settle(lease, head.id, states.TURN_DONE)
+        assert await db.storage.mailbox.release(lease)
         # Her lease was taken long ago (a long turn) and she queues her next turn before the
         # newcomer arrives: the oldest claim and the oldest waiting turn are hers, yet she was
         # just served and bob never was.
@@ -44,9 +42,9 @@ async def test_an_identity_just_served_goes_behind_a_waiting_newcomer(db_url: st
         await _set_actor(db, "demo", "alice", updated_at=long_ago)
         await send(edge, "reply 2", message_id="a2", who="alice")
         await send(edge, "reply 1", message_id="b1", who="bob")
-        (first,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        (first,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
         assert first.scope.identity == "bob"
-        (second,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        (second,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
         assert second.scope.identity == "alice"
 
 
@@ -67,7 +65,7 @@ async def test_a_tenant_holding_leases_yields_to_another_tenants_waiting_identit
             )
         # c1 was served a moment ago, b4 never was: without tenant shares b4 would go first.
         await _set_actor(db, "calm", "c1", last_served_at=now, updated_at=now)
-        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
         assert (lease.scope.tenant, lease.scope.identity) == ("calm", "c1")
 
 
@@ -79,7 +77,7 @@ async def test_the_slots_of_one_claim_are_shared_between_tenants(db_url: str) ->
             await send(edge, "reply", message_id=f"d{n}", who=f"d{n}")
         for n in range(2):
             await send(edge, "reply", message_id=f"o{n}", who=f"o{n}", tenant="other")
-        leases = await claim(db, owner="w1", limit=4, lease_seconds=LEASE)
+        leases = await db.storage.mailbox.claim(owner="w1", limit=4, lease_seconds=LEASE)
         tenants = sorted(lease.scope.tenant for lease in leases)
         assert tenants == ["demo", "demo", "other", "other"]
 

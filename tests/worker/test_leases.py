@@ -13,8 +13,6 @@ from app.tasks import states
 from app.tasks.outcome import TurnOutcome
 from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import edge_harness
-from app.worker import mailbox
-from app.worker.lease import claim, extend, release, still_held
 from tests.worker.helpers import (
     actor,
     eventually,
@@ -42,27 +40,27 @@ async def test_claim_sets_owner_fence_and_excludes_other_workers(db_url: str) ->
     async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
-        (first,) = await claim(db, owner="w1", limit=10, lease_seconds=LEASE)
+        (first,) = await db.storage.mailbox.claim(owner="w1", limit=10, lease_seconds=LEASE)
         assert (first.scope.identity, first.fence.owner, first.fence.token) == ("alice", "w1", 1)
         row = await actor(db, "alice")
         assert row.lease_owner == "w1" and row.lease_until is not None
-        assert await claim(db, owner="w2", limit=10, lease_seconds=LEASE) == []
-        assert await still_held(db, first)
+        assert await db.storage.mailbox.claim(owner="w2", limit=10, lease_seconds=LEASE) == []
+        assert await db.storage.mailbox.still_held(first)
         # Expired: the next worker takes it over with a new fence; the old holder is out.
         await _expire(db, "alice")
-        (second,) = await claim(db, owner="w2", limit=10, lease_seconds=LEASE)
+        (second,) = await db.storage.mailbox.claim(owner="w2", limit=10, lease_seconds=LEASE)
         assert second.fence.token == 2
-        assert not await still_held(db, first)
-        assert await extend(db, [first, second], lease_seconds=LEASE) == {second}
-        assert not await release(db, first)
-        assert await release(db, second)
+        assert not await db.storage.mailbox.still_held(first)
+        assert await db.storage.mailbox.extend([first, second], lease_seconds=LEASE) == {second}
+        assert not await db.storage.mailbox.release(first)
+        assert await db.storage.mailbox.release(second)
         assert (await actor(db, "alice")).lease_owner is None
 
 
 async def test_only_identities_whose_head_turn_is_due_are_claimed(db_url: str) -> None:
     async with scripted_edge(db_url) as edge:
         db = edge.services.db
-        assert await claim(db, owner="w1", limit=10, lease_seconds=LEASE) == []
+        assert await db.storage.mailbox.claim(owner="w1", limit=10, lease_seconds=LEASE) == []
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         head, nxt = await turns(db)
@@ -70,13 +68,13 @@ async def test_only_identities_whose_head_turn_is_due_are_claimed(db_url: str) -
         async with db.transaction() as s:
             await s.execute(update(TurnRow).where(TurnRow.id == head.id).values(not_before=later))
         # The head waits out its backoff, and it holds the identity's later turn with it.
-        assert await claim(db, owner="w1", limit=10, lease_seconds=LEASE) == []
+        assert await db.storage.mailbox.claim(owner="w1", limit=10, lease_seconds=LEASE) == []
         async with db.transaction() as s:
             await s.execute(
                 update(TurnRow).where(TurnRow.id == head.id).values(status=states.TURN_DEAD)
             )
-        (lease,) = await claim(db, owner="w1", limit=10, lease_seconds=LEASE)
-        queued = await mailbox.head_turn(db, lease)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=10, lease_seconds=LEASE)
+        queued = await db.storage.mailbox.head_turn(lease)
         assert queued is not None and queued.id == nxt.id
 
 
@@ -85,13 +83,13 @@ async def test_zombie_writes_are_refused_after_takeover(db_url: str) -> None:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
-        (zombie,) = await claim(db, owner="old", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, zombie)
+        (zombie,) = await db.storage.mailbox.claim(owner="old", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(zombie)
         assert turn is not None
-        assert await mailbox.begin_attempt(db, zombie, turn)
+        assert await db.storage.mailbox.begin_attempt(zombie, turn)
         assert await writes.mark_working(zombie.scope, task_id, zombie.fence)
         await _expire(db, "alice")
-        (holder,) = await claim(db, owner="new", limit=1, lease_seconds=LEASE)
+        (holder,) = await db.storage.mailbox.claim(owner="new", limit=1, lease_seconds=LEASE)
         scope = zombie.scope
         done = TurnOutcome(state=states.COMPLETED, text="from the zombie")
         assert not await writes.mark_working(scope, task_id, zombie.fence)
@@ -99,13 +97,13 @@ async def test_zombie_writes_are_refused_after_takeover(db_url: str) -> None:
             scope, task_id, zombie.fence, step_key="s", text="zombie progress"
         )
         assert not await writes.finish(scope, task_id, zombie.fence, done)
-        assert not await mailbox.settle(db, zombie, turn.id, states.TURN_DONE)
+        assert not await db.storage.mailbox.settle(zombie, turn.id, states.TURN_DONE)
         row = await task_row(db, task_id)
         assert row.state == states.WORKING and status_text(row) is None
         # The new holder's writes land.
         ok = TurnOutcome(state=states.COMPLETED, text="from the holder")
         assert await writes.finish(scope, task_id, holder.fence, ok)
-        assert await mailbox.settle(db, holder, turn.id, states.TURN_DONE)
+        assert await db.storage.mailbox.settle(holder, turn.id, states.TURN_DONE)
         assert status_text(await task_row(db, task_id)) == "from the holder"
 
 
@@ -114,9 +112,9 @@ async def test_unfinished_turns_are_resumed_on_start(db_url: str) -> None:
         task_id = await send(edge, "reply recovered {attempt}", message_id="m1")
         db = edge.services.db
         # A worker that died mid-turn: turn running, attempt counted, lease expired.
-        (ghost,) = await claim(db, owner="ghost", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, ghost)
-        assert turn is not None and await mailbox.begin_attempt(db, ghost, turn)
+        (ghost,) = await db.storage.mailbox.claim(owner="ghost", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(ghost)
+        assert turn is not None and await db.storage.mailbox.begin_attempt(ghost, turn)
         await _expire(db, "user-1")
     async with edge_harness(db_url, background=True, poll_seconds=0.1) as edge:
         db = edge.services.db
@@ -135,7 +133,7 @@ async def test_concurrent_claims_never_share_an_identity(pg_url: str) -> None:
         try:
             batches = await asyncio.gather(
                 *(
-                    claim(db, owner=f"w{i}", limit=8, lease_seconds=LEASE)
+                    db.storage.mailbox.claim(owner=f"w{i}", limit=8, lease_seconds=LEASE)
                     for i, db in enumerate(dbs)
                 )
             )

@@ -8,10 +8,9 @@ import pytest
 from sqlalchemy import update
 
 from app.db.engine import Database
+from app.db.mailbox import Lease, QueuedTurn
 from app.db.models import ActorRow, TurnRow
 from app.tasks import states
-from app.worker import mailbox
-from app.worker.lease import Lease, claim
 from tests.db.helpers import record_statements
 from tests.worker.helpers import scripted_edge, send, turns
 
@@ -19,14 +18,14 @@ LEASE = 30.0
 
 
 async def _holder(db: Database, owner: str = "w1") -> Lease:
-    (lease,) = await claim(db, owner=owner, limit=1, lease_seconds=LEASE)
+    (lease,) = await db.storage.mailbox.claim(owner=owner, limit=1, lease_seconds=LEASE)
     return lease
 
 
-async def _head(db: Database, lease: Lease) -> mailbox.QueuedTurn:
-    turn = await mailbox.head_turn(db, lease)
+async def _head(db: Database, lease: Lease) -> QueuedTurn:
+    turn = await db.storage.mailbox.head_turn(lease)
     assert turn is not None
-    assert await mailbox.begin_attempt(db, lease, turn)
+    assert await db.storage.mailbox.begin_attempt(lease, turn)
     return turn
 
 
@@ -42,7 +41,7 @@ async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: s
         turn = await _head(db, lease)
         assert turn.id == first.id
 
-        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+        settled = await db.storage.mailbox.settle_and_head(lease, turn.id, states.TURN_DONE)
 
         assert settled.applied
         assert settled.next_turn is not None and settled.next_turn.id == second.id
@@ -53,7 +52,7 @@ async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: s
         assert rows[second.id].status == states.TURN_QUEUED
         # The last turn settled: nothing is next.
         nxt = await _head(db, lease)
-        last = await mailbox.settle_and_head(db, lease, nxt.id, states.TURN_DEAD, error="x")
+        last = await db.storage.mailbox.settle_and_head(lease, nxt.id, states.TURN_DEAD, error="x")
         assert last.applied and last.next_turn is None
         assert {row.id: row for row in await turns(db)}[nxt.id].last_error == "x"
 
@@ -70,7 +69,7 @@ async def test_settle_and_head_stops_at_a_turn_waiting_out_its_backoff(db_url: s
         async with db.transaction() as s:
             await s.execute(update(TurnRow).where(TurnRow.id == second.id).values(not_before=later))
 
-        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+        settled = await db.storage.mailbox.settle_and_head(lease, turn.id, states.TURN_DONE)
 
         assert settled.applied and settled.next_turn is None  # the drain stops, and releases
 
@@ -88,7 +87,7 @@ async def test_settle_and_head_of_a_zombie_changes_nothing(db_url: str) -> None:
             )
         await _holder(db, "new")
 
-        settled = await mailbox.settle_and_head(db, zombie, turn.id, states.TURN_DONE)
+        settled = await db.storage.mailbox.settle_and_head(zombie, turn.id, states.TURN_DONE)
 
         assert not settled.applied and settled.next_turn is None
         assert (await turns(db))[0].status == states.TURN_RUNNING
@@ -106,7 +105,7 @@ async def test_settle_and_head_is_one_statement_on_postgresql(
         lease = await _holder(db)
         turn = await _head(db, lease)
         calls = record_statements(monkeypatch, db.statement_pool)
-        settled = await mailbox.settle_and_head(db, lease, turn.id, states.TURN_DONE)
+        settled = await db.storage.mailbox.settle_and_head(lease, turn.id, states.TURN_DONE)
         assert settled.next_turn is not None and len(calls) == 1
 
 
@@ -118,7 +117,9 @@ async def test_claim_with_heads_hands_each_new_lease_its_head_turn(db_url: str) 
         db = edge.services.db
         a1, _, b1 = await turns(db)
 
-        claimed = await mailbox.claim_with_heads(db, owner="w1", limit=10, lease_seconds=LEASE)
+        claimed = await db.storage.mailbox.claim_with_heads(
+            owner="w1", limit=10, lease_seconds=LEASE
+        )
 
         heads = {lease.scope.identity: head for lease, head in claimed}
         assert set(heads) == {"alice", "bob"}
@@ -126,9 +127,12 @@ async def test_claim_with_heads_hands_each_new_lease_its_head_turn(db_url: str) 
         assert heads["bob"] is not None and heads["bob"].id == b1.id
         for lease, head in claimed:
             assert lease.fence.owner == "w1" and lease.fence.token == 1
-            assert head == await mailbox.head_turn(db, lease)  # what the drain used to read
+            assert head == await db.storage.mailbox.head_turn(lease)  # what the drain used to read
         # Held: another worker claims nothing.
-        assert await mailbox.claim_with_heads(db, owner="w2", limit=10, lease_seconds=LEASE) == []
+        assert (
+            await db.storage.mailbox.claim_with_heads(owner="w2", limit=10, lease_seconds=LEASE)
+            == []
+        )
 
 
 @pytest.mark.postgres
@@ -141,6 +145,8 @@ async def test_claim_with_heads_is_one_statement_on_postgresql(
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="bob")
         calls = record_statements(monkeypatch, db.statement_pool)
-        claimed = await mailbox.claim_with_heads(db, owner="w1", limit=10, lease_seconds=LEASE)
+        claimed = await db.storage.mailbox.claim_with_heads(
+            owner="w1", limit=10, lease_seconds=LEASE
+        )
         assert len(claimed) == 2 and all(head is not None for _, head in claimed)
         assert len(calls) == 1

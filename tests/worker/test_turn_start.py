@@ -11,8 +11,7 @@ from app.db.models import ActorRow, TaskMessageRow, TaskRow, TurnRow
 from app.security.caller import CallerScope
 from app.tasks import states
 from app.tasks.turn_writes import TurnWrites
-from app.worker import mailbox, turn_start
-from app.worker.lease import claim
+from app.worker import turn_start
 from tests.db.helpers import record_statements
 from tests.worker.helpers import scripted_edge, send, turns
 
@@ -28,8 +27,8 @@ async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
-        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, lease)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(lease)
         assert turn is not None
 
         begun = await turn_start.begin(db, lease, turn)
@@ -57,7 +56,7 @@ async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> 
         canceled = await send(edge, "reply b", message_id="m2", who="bob")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
-        leases = await claim(db, owner="w1", limit=10, lease_seconds=LEASE)
+        leases = await db.storage.mailbox.claim(owner="w1", limit=10, lease_seconds=LEASE)
         assert sorted(lease.scope.identity for lease in leases) == ["alice", "bob"]
         async with db.transaction() as s:
             # alice's turn: an earlier attempt died; bob's task: canceled since the claim.
@@ -66,7 +65,7 @@ async def test_a_retry_or_a_canceled_task_is_not_marked_working(db_url: str) -> 
                 update(TaskRow).where(TaskRow.id == canceled).values(state=states.CANCELED)
             )
         for lease in leases:
-            turn = await mailbox.head_turn(db, lease)
+            turn = await db.storage.mailbox.head_turn(lease)
             assert turn is not None
             begun = await turn_start.begin(db, lease, turn)
             assert begun.applied and begun.snapshot is not None and not begun.marked
@@ -82,8 +81,8 @@ async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> 
     async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
-        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, lease)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(lease)
         assert turn is not None
         async with db.transaction() as s:  # purged by retention meanwhile
             await s.execute(delete(TaskMessageRow).where(TaskMessageRow.task_id == task_id))
@@ -99,14 +98,14 @@ async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) 
     async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
-        (zombie,) = await claim(db, owner="old", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, zombie)
+        (zombie,) = await db.storage.mailbox.claim(owner="old", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(zombie)
         assert turn is not None
         async with db.transaction() as s:
             await s.execute(
                 update(ActorRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
             )
-        await claim(db, owner="new", limit=1, lease_seconds=LEASE)
+        await db.storage.mailbox.claim(owner="new", limit=1, lease_seconds=LEASE)
 
         begun = await turn_start.begin(db, zombie, turn)
 
@@ -125,8 +124,8 @@ async def test_begin_is_one_statement_on_postgresql(
         db = edge.services.db
         assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
-        (lease,) = await claim(db, owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await mailbox.head_turn(db, lease)
+        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
+        turn = await db.storage.mailbox.head_turn(lease)
         assert turn is not None
         calls = record_statements(monkeypatch, db.statement_pool)
         begun = await turn_start.begin(db, lease, turn)
