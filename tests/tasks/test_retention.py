@@ -13,8 +13,10 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.engine import Database
 from app.db.models import PushConfigRow, SessionEntryRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.peer_sends import NewPeerSend
 from app.db.postgres.listen import asyncpg_dsn as _asyncpg_dsn
 from app.db.sessions import SessionEntry
+from app.db.storage import open_storage
 from app.security.caller import CallerScope
 from app.settings import Settings, load_settings
 from app.tasks import states
@@ -58,6 +60,23 @@ async def test_purge_expired_terminal_tasks(database: Database, settings: Settin
     assert states_left == {states.CANCELED, states.SUBMITTED}
 
 
+async def test_purge_takes_the_a2a_sends_of_the_task(database: Database, settings: Settings):
+    canceller = TaskCanceller(database, default_history_length=50)
+    old = (await accept(database, settings, message_id="a")).task.id
+    new = (await accept(database, settings, message_id="b")).task.id
+    sends = open_storage(database).peer_sends
+    for task_id in (old, new):
+        await canceller.cancel(SCOPE, task_id)
+        key = f"{task_id}:call-1"
+        await sends.record_intent(
+            NewPeerSend(SCOPE.tenant, key, "x", task_id, "helper", "https://b.example", "m")
+        )
+    await _age(database, old, 31)
+    assert await purge_expired(database, settings) == 1
+    assert await sends.find(SCOPE.tenant, f"{old}:call-1") is None
+    assert await sends.find(SCOPE.tenant, f"{new}:call-1") is not None
+
+
 async def test_purge_in_batches(database: Database):
     settings = load_settings(gateway_origins=[GATEWAY], task_retention_days=1)
     canceller = TaskCanceller(database, default_history_length=50)
@@ -71,7 +90,7 @@ async def test_purge_in_batches(database: Database):
 
 # The tables ``purge_expired`` deletes an expired task's rows from by ``(tenant, task_id)``;
 # turns, whose indexes lead with the identity, are deleted by the tasks' identities too.
-_BY_TASK = ("task_messages", "push_outbox", "push_configs")
+_BY_TASK = ("task_messages", "push_outbox", "push_configs", "peer_sends")
 
 
 def _leading_column_sets(conn: Any, table: str) -> list[list[str]]:

@@ -10,7 +10,14 @@ from sqlalchemy import delete, select, update
 
 from app.db.documents import task_doc
 from app.db.engine import Database
-from app.db.models import PushConfigRow, PushOutboxRow, TaskMessageRow, TaskRow, TurnRow
+from app.db.models import (
+    PeerSendRow,
+    PushConfigRow,
+    PushOutboxRow,
+    TaskMessageRow,
+    TaskRow,
+    TurnRow,
+)
 from app.db.outbox import cancel_undelivered
 from app.db.shared.task_rows import load_history, load_task
 from app.db.states import TURN_CANCELED, TURN_QUEUED
@@ -103,7 +110,7 @@ class SharedTaskLifecycle:
                 by_tenant[tenant].append(task_id)
                 identities[tenant].add(identity)
             for tenant, ids in by_tenant.items():
-                for table in (TaskMessageRow, PushOutboxRow, PushConfigRow):
+                for table in (TaskMessageRow, PushOutboxRow, PushConfigRow, PeerSendRow):
                     await session.execute(
                         delete(table).where(table.tenant == tenant, table.task_id.in_(ids))
                     )
