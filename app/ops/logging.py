@@ -30,6 +30,7 @@ _FIELDS = (
     "variable",  # the name (never the value) of an environment variable a turn needs
     "model",  # an llm agent's configured model name
     "tool",  # an llm agent's tool name
+    "peer",  # the directory name of an A2A agent an llm agent called (app.peers)
     "plugin",  # an installed plugin's key
     "attempt",  # which model call of a step
     "event",  # a loop event's type name

@@ -9,6 +9,7 @@ an agent work (durably: ``app.peers.sends``), ``a2a_get_task`` reads or waits on
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -19,15 +20,23 @@ from app.agents.llm.config import LlmConfig
 from app.agents.llm.tools import Tool, ToolContext, tool_from_function
 from app.db.peer_sends import PeerSendStore
 from app.errors import PeerCallFailed
-from app.peers.answers import JsonDict, bounded, failure_answer, render, task_answer
-from app.peers.client import PeerClients
+from app.peers.answers import (
+    CARDS_FRAME,
+    JsonDict,
+    bounded,
+    failure_answer,
+    render,
+    task_answer,
+)
+from app.peers.client import PeerClients, PeerSession
 from app.peers.directory import Peer, resolve
 from app.peers.sends import DurableSends, Outgoing, Speaker
+
+log = logging.getLogger("looping.peers")
 
 PAGE_SIZE = 10
 MAX_SKILLS = 20
 MAX_CARD_TEXT = 1000  # bytes of one description or name shown from a card
-AGENTS_FRAME = "the agents of your directory"
 PartyName = Callable[[str], Awaitable[str]]
 
 
@@ -121,7 +130,7 @@ class PeerTools:
 
 
 async def _refused_cancel(
-    peer: Peer, session: Any, failure: PeerCallFailed, task_id: str
+    peer: Peer, session: PeerSession, failure: PeerCallFailed, task_id: str
 ) -> JsonDict:
     """A refused cancel says why (its code) and the task's state, when it can be read."""
     extra: dict[str, Any] = {"taskId": task_id}
@@ -159,6 +168,16 @@ def _card_entry(name: str, card: AgentCard) -> JsonDict:
     }
 
 
+def _logged(tool: str, answer: JsonDict) -> JsonDict:
+    """One log line per call: the agent, the tool and its outcome (a state or an error code)."""
+    outcome = answer.get("state") if answer.get("ok") else answer.get("error")
+    log.info(
+        "peers.call",
+        extra={"peer": answer.get("agent"), "tool": tool, "outcome": outcome},
+    )
+    return answer
+
+
 def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
     cap = config.max_tool_output_bytes
 
@@ -169,10 +188,10 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         start = (max(page, 1) - 1) * PAGE_SIZE
         shown = names[start : start + PAGE_SIZE]
         cards = await asyncio.gather(*(peers.card_of(config, n, ctx) for n in shown))
-        doc: JsonDict = {"ok": True, "agent": AGENTS_FRAME, "agents": list(cards)}
+        doc: JsonDict = {"ok": True, "agents": list(cards)}
         if start + PAGE_SIZE < len(names):
             doc["nextPage"] = page + 1
-        return render(doc, max_bytes=cap)
+        return render(doc, max_bytes=cap, frame=CARDS_FRAME)
 
     async def a2a_send(
         ctx: ToolContext,
@@ -188,17 +207,20 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         ``state``: check it (a finished call is not a finished task). A send is never
         repeated: DELIVERY_UNCERTAIN means it may or may not have arrived."""
         out = Outgoing(text, task_id, context_id, peers.wait_seconds(config, wait))
-        return render(await peers.send(config, ctx, agent, out), max_bytes=cap)
+        answer = _logged("a2a_send", await peers.send(config, ctx, agent, out))
+        return render(answer, max_bytes=cap)
 
     async def a2a_get_task(ctx: ToolContext, agent: str, task_id: str, wait: bool = False) -> str:
         """Read a task of the A2A agent ``agent`` (its state, text and artifact references);
         with ``wait``, wait a bounded time for it to finish. Never submits work."""
-        return render(await peers.read(config, ctx, agent, task_id, wait), max_bytes=cap)
+        answer = _logged("a2a_get_task", await peers.read(config, ctx, agent, task_id, wait))
+        return render(answer, max_bytes=cap)
 
     async def a2a_cancel_task(ctx: ToolContext, agent: str, task_id: str) -> str:
         """Ask the A2A agent ``agent`` to cancel its task ``task_id``; it may refuse (a
         finished task cannot be canceled: the result says its state)."""
-        return render(await peers.cancel(config, ctx, agent, task_id), max_bytes=cap)
+        answer = _logged("a2a_cancel_task", await peers.cancel(config, ctx, agent, task_id))
+        return render(answer, max_bytes=cap)
 
     return (
         tool_from_function(a2a_agents),
