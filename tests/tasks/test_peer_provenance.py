@@ -83,3 +83,17 @@ async def test_a_gateway_callers_claim_of_a_peer_is_not_recorded(edge: EdgeHarne
     task_id = sent["task"]["id"]
     got = await edge.result("GetTask", {"id": task_id}, tenant="shop", identity=identity)
     assert "metadata" not in sent["task"] and "metadata" not in got
+
+
+async def test_a_peers_task_over_http_json_records_it_too(
+    edge: EdgeHarness, peer: GatewayKit
+) -> None:
+    """The bindings share the accept: a peer that picked HTTP+JSON from the card is recorded
+    the same way."""
+    identity = {"key": "shop-a", "name": "Shop A"}
+    token = peer.mint(audience=edge.rest_url, tenant="shop", identity=identity)
+    sent = await edge.rest("POST", "/message:send", tenant="shop", json=_send("m-r"), token=token)
+    assert sent.status_code == 200, sent.text
+    task_id = sent.json()["task"]["id"]
+    got = await edge.rest("GET", f"/tasks/{task_id}", tenant="shop", token=token)
+    assert got.json()["metadata"] == {"looping.peer": {"name": "Shop A", "origin": PEER}}
