@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -45,7 +45,7 @@ from app.settings import Settings
 
 T = TypeVar("T")
 
-# Where a task stops for now: finished for good, or waiting on someone (A2A §4.1.3).
+# Where a task stops for now: finished for good, or waiting on someone (A2A TaskState).
 SETTLED = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
@@ -121,8 +121,10 @@ class PeerSession:
         )
 
         async def first() -> StreamResponse:
-            async for event in self._client(streaming=False).send_message(request):
-                return event
+            events = self._client(streaming=False).send_message(request)
+            async with aclosing(events):  # type: ignore[type-var]
+                async for event in events:
+                    return event
             raise PeerCallFailed("SendMessage: no answer", reason="bad_response")
 
         event = await self._call("SendMessage", first)

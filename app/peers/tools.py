@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,9 @@ from app.peers.directory import Peer, resolve
 from app.peers.sends import DurableSends, Outgoing, Speaker
 
 log = logging.getLogger("looping.peers")
+# A peer's task or context id as a tool argument: it lands in a URL path on HTTP+JSON, so
+# nothing that could leave the path segment (``/``, ``?``, ``#``, ``%``, spaces).
+_ID = re.compile(r"[A-Za-z0-9._:~@+=-]{1,256}")
 
 PAGE_SIZE = 10
 MAX_SKILLS = 20
@@ -99,19 +103,21 @@ class PeerTools:
     ) -> JsonDict:
         us = await self.speaker(ctx)
         try:
+            _check_ids(task_id)
             peer = resolve(config, name)
             async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
                 seconds = self.wait_seconds(config, wait)
                 task = await (s.wait(task_id, seconds) if seconds > 0 else s.get_task(task_id))
                 return task_answer(peer, task)
         except PeerCallFailed as failure:
-            return failure_answer(name, failure, taskId=task_id)
+            return failure_answer(name, failure, taskId=task_id[:256])
 
     async def cancel(
         self, config: LlmConfig, ctx: ToolContext, name: str, task_id: str
     ) -> JsonDict:
         us = await self.speaker(ctx)
         try:
+            _check_ids(task_id)
             peer = resolve(config, name)
             async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
                 try:
@@ -119,14 +125,25 @@ class PeerTools:
                 except PeerCallFailed as failure:
                     return await _refused_cancel(peer, s, failure, task_id)
         except PeerCallFailed as failure:
-            return failure_answer(name, failure, taskId=task_id)
+            return failure_answer(name, failure, taskId=task_id[:256])
 
     async def send(self, config: LlmConfig, ctx: ToolContext, name: str, out: Outgoing) -> JsonDict:
         try:
+            _check_ids(out.task_id, out.context_id)
             peer = resolve(config, name)
             return await self.sends.send(peer, ctx, out, await self.speaker(ctx))
         except PeerCallFailed as failure:
             return failure_answer(name, failure)
+
+
+def _check_ids(*ids: str | None) -> None:
+    for value in ids:
+        if value is not None and not _ID.fullmatch(value):
+            raise PeerCallFailed(
+                "a task or context id is letters, digits and . _ : ~ @ + = - only",
+                reason="bad_id",
+                delivered=False,
+            )
 
 
 async def _refused_cancel(

@@ -446,3 +446,16 @@ async def test_a_failed_stream_is_reported_not_replaced_by_polling(database: Dat
 def _update(state: str) -> dict[str, Any]:
     status = {"state": f"TASK_STATE_{state}"}
     return {"statusUpdate": {"taskId": "p-1", "contextId": "ctx-1", "status": status}}
+
+
+@pytest.mark.parametrize("bad", ["../../admin", "a/b", "x?y=1", "a b", "%2e%2e", ""])
+async def test_an_id_that_could_leave_its_path_segment_is_refused(
+    database: Database, bad: str
+) -> None:
+    peer = FakePeer()
+    tools = _tools(database, peer)
+    read = await call(tools, config(), "a2a_get_task", ctx(), agent="helper", task_id=bad)
+    cancel = await call(tools, config(), "a2a_cancel_task", ctx(), agent="helper", task_id=bad)
+    send = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x", context_id=bad)
+    assert read["error"] == cancel["error"] == send["error"] == "BAD_ID"
+    assert peer.calls == []
