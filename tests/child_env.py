@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,3 +41,17 @@ def child_env(
     )
     env.update({f"EDGE_{k.upper()}": str(v) for k, v in knobs.items()})
     return env
+
+
+def stop_child(proc: subprocess.Popen[bytes]) -> None:
+    """End a child that may still run: SIGTERM (after SIGCONT: a stopped process cannot
+    handle SIGTERM), then SIGKILL if it has not exited within 15 seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGCONT)
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -8,6 +8,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -41,16 +42,25 @@ def _pg_admin(sql: str) -> None:
         pool.submit(asyncio.run, _pg_admin_async(sql)).result()
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+@contextmanager
+def scratch_postgres(*, migrated: bool = True) -> Iterator[str]:
+    """A PostgreSQL database of its own while the block runs (migrated to head unless not
+    ``migrated``), dropped after it."""
     name = f"looping_t_{uuid.uuid4().hex[:12]}"
     _pg_admin(f'CREATE DATABASE "{name}"')
     url = _pg_url(PG_ADMIN_DSN, name)
     try:
-        upgrade_to_head(url)
+        if migrated:
+            upgrade_to_head(url)
         yield url
     finally:
         _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    with scratch_postgres() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

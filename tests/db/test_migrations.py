@@ -5,7 +5,6 @@ up again."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.migrate import alembic_config, upgrade_to_head
 from app.db.models import Base
-from tests.conftest import PG_ADMIN_DSN, _pg_admin, _pg_url
+from tests.conftest import scratch_postgres
 
 
 async def _inspect(url: str, fn: Any) -> Any:
@@ -55,12 +54,8 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
         return
-    name = f"looping_t_{uuid.uuid4().hex[:12]}"
-    _pg_admin(f'CREATE DATABASE "{name}"')
-    try:
-        yield _pg_url(PG_ADMIN_DSN, name)
-    finally:
-        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_postgres(migrated=False) as url:
+        yield url
 
 
 def test_head_builds_exactly_the_models_schema(fresh_url: str) -> None:

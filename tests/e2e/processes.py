@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import httpx
 
-from tests.child_env import CLI, child_env
+from tests.child_env import CLI, child_env, stop_child
 from tests.polling import poll_until
 
 T = TypeVar("T")
@@ -86,13 +86,7 @@ def process(name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> I
     try:
         yield child
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc)
 
 
 async def wait_ready(base_url: str, child: Process, *, within: float = 30.0) -> None:

@@ -16,10 +16,10 @@ from google.protobuf import json_format
 
 from app.db.engine import Database
 from app.security.keys import generate_private_jwk
-from app.tenants.registry import TenantRecord, TenantStore
-from app.testing.edge import demo_manifest
+from app.tenants.registry import TenantStore
 from app.testing.gateway import GatewayKit
 from app.testing.jwks_server import serve_jwks
+from app.testing.tenants import open_tenant
 from tests.e2e.processes import edge_env, free_port, process, until, wait_ready
 
 # Two spawned workers import the whole app each: on a busy two-core host that takes a while.
@@ -39,15 +39,7 @@ def _send(message_id: str, text: str) -> a2a_pb2.SendMessageRequest:
 async def test_workers_share_the_grpc_port_and_stop_gracefully(
     pg_url: str, pg_database: Database, tmp_path: Path
 ) -> None:
-    await TenantStore(pg_database).add(
-        TenantRecord(
-            id="open",
-            manifest=demo_manifest(),
-            agent_kind="scripted",
-            require_push_config=False,
-            profile="open",
-        )
-    )
+    await TenantStore(pg_database).add(open_tenant("open", agent="scripted", name="Demo agent"))
     kit = GatewayKit()
     port, grpc_port = free_port(), free_port()
     async with AsyncExitStack() as stack:

@@ -23,13 +23,12 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
-from app.db.engine import Database
 from app.db.migrate import upgrade_to_head
 from app.security.keys import generate_private_jwk
-from app.tenants.registry import TenantRecord, TenantStore
-from app.testing.edge import EdgeHarness, demo_manifest, edge_harness
+from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
 from app.testing.jwks_server import serve_jwks
+from app.testing.tenants import add_tenant_at, open_tenant
 from tests.e2e.processes import edge_env, free_port, process, wait_ready
 
 SCRIPT = "progress working on it\nartifact text A\nreply done"
@@ -92,19 +91,7 @@ async def test_the_sdk_client_sends_streams_and_reads_over_http_json(db_url: str
 async def test_the_sdk_client_streams_from_a_live_edge(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'edge.db'}"
     upgrade_to_head(url)
-    db = Database(url)
-    try:
-        await TenantStore(db).add(
-            TenantRecord(
-                id="open",
-                manifest=demo_manifest(),
-                agent_kind="scripted",
-                profile="open",
-                require_push_config=False,
-            )
-        )
-    finally:
-        await db.dispose()
+    await add_tenant_at(url, open_tenant("open", agent="scripted", name="Demo agent"))
     kit = GatewayKit()
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 
 from app.db.engine import Database
+from app.db.mailbox import Lease, QueuedTurn
 from app.db.models import ActorRow, PushOutboxRow, TaskMessageRow, TaskRow, TurnRow
 from app.testing.edge import EdgeHarness, edge_harness
 from tests.polling import poll_until
@@ -16,6 +17,7 @@ from tests.polling import poll_until
 T = TypeVar("T")
 
 PUSH_URL = "https://gateway.test/push"
+LEASE_SECONDS = 30.0
 
 
 @asynccontextmanager
@@ -24,6 +26,18 @@ async def scripted_edge(url: str) -> AsyncIterator[EdgeHarness]:
     async with edge_harness(url) as edge:
         await edge.add_tenant("demo", agent="scripted")
         yield edge
+
+
+async def claim_head(
+    db: Database, owner: str = "w1", *, begin: bool = False
+) -> tuple[Lease, QueuedTurn]:
+    """One identity claimed by ``owner`` and its head turn, that attempt begun if ``begin``."""
+    (lease,) = await db.storage.mailbox.claim(owner=owner, limit=1, lease_seconds=LEASE_SECONDS)
+    turn = await db.storage.mailbox.head_turn(lease)
+    assert turn is not None
+    if begin:
+        assert await db.storage.mailbox.begin_attempt(lease, turn)
+    return lease, turn
 
 
 def identity(key: str) -> dict[str, Any]:

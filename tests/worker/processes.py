@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.security.keys import generate_private_jwk
-from tests.child_env import CLI, child_env
+from tests.child_env import CLI, child_env, stop_child
 
 LOOPBACK_PUSH_ORIGIN = "http://127.0.0.1:9"  # discard port: nothing listens, refused at once
 
@@ -81,11 +81,4 @@ def worker_process(
     try:
         yield worker
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)  # a stopped process cannot handle SIGTERM
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc)

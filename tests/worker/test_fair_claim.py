@@ -12,7 +12,7 @@ from app.db.engine import Database
 from app.db.models import ActorRow
 from app.tasks import states
 from app.testing.edge import edge_harness
-from tests.worker.helpers import eventually, reached, scripted_edge, send, turns
+from tests.worker.helpers import claim_head, eventually, reached, scripted_edge, send, turns
 
 LEASE = 30.0
 
@@ -30,9 +30,7 @@ async def test_an_identity_just_served_goes_behind_a_waiting_newcomer(db_url: st
     async with scripted_edge(db_url) as edge:
         db = edge.services.db
         await send(edge, "reply 1", message_id="a1", who="alice")
-        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
-        head = await db.storage.mailbox.head_turn(lease)
-        assert head is not None and await db.storage.mailbox.begin_attempt(lease, head)
+        lease, head = await claim_head(db, begin=True)
         assert await db.storage.mailbox.settle(lease, head.id, states.TURN_DONE)
         assert await db.storage.mailbox.release(lease)
         # Her lease was taken long ago (a long turn) and she queues her next turn before the

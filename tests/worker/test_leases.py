@@ -15,6 +15,7 @@ from app.tasks.turn_writes import TurnWrites
 from app.testing.edge import edge_harness
 from tests.worker.helpers import (
     actor,
+    claim_head,
     eventually,
     reached,
     scripted_edge,
@@ -83,10 +84,7 @@ async def test_zombie_writes_are_refused_after_takeover(db_url: str) -> None:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
-        (zombie,) = await db.storage.mailbox.claim(owner="old", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(zombie)
-        assert turn is not None
-        assert await db.storage.mailbox.begin_attempt(zombie, turn)
+        zombie, turn = await claim_head(db, "old", begin=True)
         assert await writes.mark_working(zombie.scope, task_id, zombie.fence)
         await _expire(db, "alice")
         (holder,) = await db.storage.mailbox.claim(owner="new", limit=1, lease_seconds=LEASE)
@@ -112,9 +110,7 @@ async def test_unfinished_turns_are_resumed_on_start(db_url: str) -> None:
         task_id = await send(edge, "reply recovered {attempt}", message_id="m1")
         db = edge.services.db
         # A worker that died mid-turn: turn running, attempt counted, lease expired.
-        (ghost,) = await db.storage.mailbox.claim(owner="ghost", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(ghost)
-        assert turn is not None and await db.storage.mailbox.begin_attempt(ghost, turn)
+        await claim_head(db, "ghost", begin=True)
         await _expire(db, "user-1")
     async with edge_harness(db_url, background=True, poll_seconds=0.1) as edge:
         db = edge.services.db

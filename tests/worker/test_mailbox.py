@@ -7,26 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from app.db.engine import Database
-from app.db.mailbox import Lease, QueuedTurn
 from app.db.models import ActorRow, TurnRow
 from app.tasks import states
 from tests.db.helpers import record_statements
-from tests.worker.helpers import scripted_edge, send, turns
+from tests.worker.helpers import claim_head, scripted_edge, send, turns
 
 LEASE = 30.0
-
-
-async def _holder(db: Database, owner: str = "w1") -> Lease:
-    (lease,) = await db.storage.mailbox.claim(owner=owner, limit=1, lease_seconds=LEASE)
-    return lease
-
-
-async def _head(db: Database, lease: Lease) -> QueuedTurn:
-    turn = await db.storage.mailbox.head_turn(lease)
-    assert turn is not None
-    assert await db.storage.mailbox.begin_attempt(lease, turn)
-    return turn
 
 
 async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: str) -> None:
@@ -36,9 +22,8 @@ async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: s
         await send(edge, "reply c", message_id="m3", who="bob")  # another identity's mailbox
         db = edge.services.db
         first, second, _ = await turns(db)
-        lease = await _holder(db)
+        lease, turn = await claim_head(db, begin=True)
         assert lease.scope.identity == "alice"
-        turn = await _head(db, lease)
         assert turn.id == first.id
 
         settled = await db.storage.mailbox.settle_and_head(lease, turn.id, states.TURN_DONE)
@@ -51,7 +36,8 @@ async def test_settle_and_head_settles_the_turn_and_reads_the_next_one(db_url: s
         assert rows[first.id].status == states.TURN_DONE
         assert rows[second.id].status == states.TURN_QUEUED
         # The last turn settled: nothing is next.
-        nxt = await _head(db, lease)
+        nxt = await db.storage.mailbox.head_turn(lease)
+        assert nxt is not None and await db.storage.mailbox.begin_attempt(lease, nxt)
         last = await db.storage.mailbox.settle_and_head(lease, nxt.id, states.TURN_DEAD, error="x")
         assert last.applied and last.next_turn is None
         assert {row.id: row for row in await turns(db)}[nxt.id].last_error == "x"
@@ -63,8 +49,7 @@ async def test_settle_and_head_stops_at_a_turn_waiting_out_its_backoff(db_url: s
         await send(edge, "reply b", message_id="m2", who="alice")
         db = edge.services.db
         _, second = await turns(db)
-        lease = await _holder(db)
-        turn = await _head(db, lease)
+        lease, turn = await claim_head(db, begin=True)
         later = datetime.now(UTC) + timedelta(hours=1)
         async with db.transaction() as s:
             await s.execute(update(TurnRow).where(TurnRow.id == second.id).values(not_before=later))
@@ -79,13 +64,12 @@ async def test_settle_and_head_of_a_zombie_changes_nothing(db_url: str) -> None:
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
         db = edge.services.db
-        zombie = await _holder(db, "old")
-        turn = await _head(db, zombie)
+        zombie, turn = await claim_head(db, "old", begin=True)
         async with db.transaction() as s:
             await s.execute(
                 update(ActorRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
             )
-        await _holder(db, "new")
+        await db.storage.mailbox.claim(owner="new", limit=1, lease_seconds=LEASE)
 
         settled = await db.storage.mailbox.settle_and_head(zombie, turn.id, states.TURN_DONE)
 
@@ -102,8 +86,7 @@ async def test_settle_and_head_is_one_statement_on_postgresql(
         assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
         await send(edge, "reply b", message_id="m2", who="alice")
-        lease = await _holder(db)
-        turn = await _head(db, lease)
+        lease, turn = await claim_head(db, begin=True)
         calls = record_statements(monkeypatch, db.statement_pool)
         settled = await db.storage.mailbox.settle_and_head(lease, turn.id, states.TURN_DONE)
         assert settled.next_turn is not None and len(calls) == 1

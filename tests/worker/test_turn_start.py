@@ -13,7 +13,7 @@ from app.tasks import states
 from app.tasks.turn_writes import TurnWrites
 from app.worker import turn_start
 from tests.db.helpers import record_statements
-from tests.worker.helpers import scripted_edge, send, turns
+from tests.worker.helpers import claim_head, scripted_edge, send, turns
 
 LEASE = 30.0
 
@@ -27,9 +27,7 @@ async def test_begin_counts_the_attempt_and_reads_the_task(db_url: str) -> None:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
         writes = TurnWrites(db, edge.settings)
-        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(lease)
-        assert turn is not None
+        lease, turn = await claim_head(db)
 
         begun = await turn_start.begin(db, lease, turn)
 
@@ -81,9 +79,7 @@ async def test_begin_for_a_task_that_is_gone_counts_the_attempt(db_url: str) -> 
     async with scripted_edge(db_url) as edge:
         task_id = await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
-        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(lease)
-        assert turn is not None
+        lease, turn = await claim_head(db)
         async with db.transaction() as s:  # purged by retention meanwhile
             await s.execute(delete(TaskMessageRow).where(TaskMessageRow.task_id == task_id))
             await s.execute(delete(TaskRow).where(TaskRow.id == task_id))
@@ -98,9 +94,7 @@ async def test_begin_of_a_zombie_changes_nothing_and_reads_nothing(db_url: str) 
     async with scripted_edge(db_url) as edge:
         await send(edge, "reply a", message_id="m1", who="alice")
         db = edge.services.db
-        (zombie,) = await db.storage.mailbox.claim(owner="old", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(zombie)
-        assert turn is not None
+        zombie, turn = await claim_head(db, "old")
         async with db.transaction() as s:
             await s.execute(
                 update(ActorRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
@@ -124,9 +118,7 @@ async def test_begin_is_one_statement_on_postgresql(
         db = edge.services.db
         assert db.statement_pool is not None
         await send(edge, "reply a", message_id="m1", who="alice")
-        (lease,) = await db.storage.mailbox.claim(owner="w1", limit=1, lease_seconds=LEASE)
-        turn = await db.storage.mailbox.head_turn(lease)
-        assert turn is not None
+        lease, turn = await claim_head(db)
         calls = record_statements(monkeypatch, db.statement_pool)
         begun = await turn_start.begin(db, lease, turn)
         assert begun.snapshot is not None and len(calls) == 1
