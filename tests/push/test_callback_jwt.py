@@ -16,14 +16,16 @@ from app.testing.push_receiver import fail_first
 from tests.push.conftest import PushRig
 
 
-def _verify(token: str, key: SigningKey, audience: str) -> tuple[dict, dict]:
+def _verify(token: str, key: SigningKey, audience: str, *, times: bool = True) -> tuple[dict, dict]:
+    """The token's header and claims, its signature and audience checked (and its times,
+    unless not ``times``: a token signed at a fake clock's time)."""
     jwk = PyJWK.from_dict(key.public_jwk)
     claims = pyjwt.decode(
         token,
         jwk.key,
         algorithms=["EdDSA"],
         audience=audience,
-        options={"require": ["aud", "iat", "exp"]},
+        options={"require": ["aud", "iat", "exp"], "verify_iat": times, "verify_exp": times},
     )
     return pyjwt.get_unverified_header(token), claims
 
@@ -44,7 +46,7 @@ async def test_callback_jwt_fields(rig: PushRig, monkeypatch: pytest.MonkeyPatch
     card = CardService(settings, rig.key)
     iats = []
     for token in tokens:
-        header, claims = _verify_at(token, rig.key, url)
+        header, claims = _verify(token, rig.key, url, times=False)
         # kid and jku string-identical to the card's; alg EdDSA; nothing else in the header.
         assert header == {"alg": "EdDSA", "kid": card.kid, "jku": card.jku}
         assert card.jku == "https://edge.test/.well-known/jwks.json"
@@ -54,18 +56,6 @@ async def test_callback_jwt_fields(rig: PushRig, monkeypatch: pytest.MonkeyPatch
         iats.append(claims["iat"])
     # Signed per attempt: every attempt carries its own, later, iat.
     assert iats == sorted(iats) and len(set(iats)) == 3 and len(set(tokens)) == 3
-
-
-def _verify_at(token: str, key: SigningKey, audience: str) -> tuple[dict, dict]:
-    jwk = PyJWK.from_dict(key.public_jwk)
-    claims = pyjwt.decode(
-        token,
-        jwk.key,
-        algorithms=["EdDSA"],
-        audience=audience,
-        options={"require": ["aud", "iat", "exp"], "verify_iat": False, "verify_exp": False},
-    )
-    return pyjwt.get_unverified_header(token), claims
 
 
 async def test_callback_jwt_verifies_now_and_refuses_another_audience(rig: PushRig) -> None:

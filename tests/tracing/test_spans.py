@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -13,7 +14,7 @@ from opentelemetry.trace import INVALID_SPAN
 
 from app.ops.logging import JsonFormatter, PlainFormatter, TraceIds
 from app.settings import load_settings
-from app.testing.edge import edge_harness
+from app.testing.edge import EdgeHarness, edge_harness
 from app.tracing import provider, spans
 from app.tracing.asgi import TracedEndpoint
 from tests.worker.helpers import turns
@@ -44,21 +45,26 @@ def test_sdk_disabled_wins_over_an_endpoint() -> None:
     ).traces_endpoint == "http://t/x"
 
 
+async def _send_traced(edge: EdgeHarness) -> httpx.Response:
+    """A SendMessage to a new echo tenant ``demo`` with the gateway's trace context."""
+    await edge.add_tenant("demo", agent="echo", require_push_config=False)
+    return await edge.rpc(
+        "SendMessage",
+        {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+            "configuration": {"returnImmediately": True},
+        },
+        headers={"traceparent": f"00-{TRACE_ID}-{PARENT}-01"},
+    )
+
+
 async def test_off_the_endpoints_are_served_unwrapped_and_no_span_is_exported(
     db_url: str,
 ) -> None:
     async with edge_harness(db_url) as edge:
         assert not edge.services.tracing.enabled
         assert not isinstance(edge.app._rpc, TracedEndpoint)
-        await edge.add_tenant("demo", agent="echo", require_push_config=False)
-        response = await edge.rpc(
-            "SendMessage",
-            {
-                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
-                "configuration": {"returnImmediately": True},
-            },
-            headers={"traceparent": f"00-{TRACE_ID}-{PARENT}-01"},
-        )
+        response = await _send_traced(edge)
         assert "result" in response.json()
         task_id = response.json()["result"]["task"]["id"]
         (turn,) = await turns(edge.services.db, task_id)
@@ -70,15 +76,7 @@ async def test_on_the_turn_keeps_the_accept_span_context(db_url: str) -> None:
     async with edge_harness(db_url, otel_endpoint="http://127.0.0.1:9") as edge:
         assert edge.services.tracing.provider is not None
         edge.services.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
-        await edge.add_tenant("demo", agent="echo", require_push_config=False)
-        response = await edge.rpc(
-            "SendMessage",
-            {
-                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
-                "configuration": {"returnImmediately": True},
-            },
-            headers={"traceparent": f"00-{TRACE_ID}-{PARENT}-01"},
-        )
+        response = await _send_traced(edge)
         task_id = response.json()["result"]["task"]["id"]
         (turn,) = await turns(edge.services.db, task_id)
         found = {s.name: s for s in exporter.get_finished_spans()}
