@@ -3,7 +3,8 @@ processes, PostgreSQL). After the peer acknowledged (A's send is ``acked``): the
 takes the turn over observes the peer's task, B received the message once and A's reply uses
 the answer. Before the acknowledgement (the a2a-sdk peer holds it; A's send is still an
 ``intent``): the model gets ``DELIVERY_UNCERTAIN``, nothing is sent again, and the peer
-received the message at most once."""
+received the message at most once. That peer is the a2a-sdk one on purpose: it does not
+deduplicate message ids (an edge does), so a resubmission would show as a second message."""
 
 from __future__ import annotations
 

@@ -94,3 +94,25 @@ async def test_a_gateway_callers_claim_to_be_a_peer_is_only_text(
     assert "metadata" not in task
     # The text reaches the model as sent: nothing in front of it.
     assert fake.requests[0].messages[-1] == {"role": "user", "content": f"{HEADING}\nhello"}
+
+
+async def test_a_peers_steering_is_headed_too(
+    served: tuple[EdgeHarness, FakeModelServer, GatewayKit],
+) -> None:
+    """A message the peer adds to its running task joins the loop headed like its first."""
+    edge, fake, peer = served
+    fake.script(text("first", delay=1.5), text("second"))
+    token = peer.mint(audience=edge.endpoint, tenant="shop", identity={"key": "shop-a"})
+    sent = await edge.result("SendMessage", _send("m-1", "start"), tenant="shop", token=token)
+    task_id = sent["task"]["id"]
+    for _ in range(100):
+        if fake.requests:
+            break
+        await asyncio.sleep(0.05)
+    await edge.result(
+        "SendMessage", _send("m-2", "and also", taskId=task_id), tenant="shop", token=token
+    )
+    await _finished(edge, task_id, token)
+    heading = f'[A2A message from the peer agent "shop-a" at {PEER} (verified sender)]'
+    users = [m["content"] for m in fake.requests[-1].messages if m["role"] == "user"]
+    assert users == [f"{heading}\nstart", f"{heading}\nand also"]
