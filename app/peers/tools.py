@@ -38,9 +38,11 @@ log = logging.getLogger("looping.peers")
 # nothing that could leave the path segment (``/``, ``?``, ``#``, ``%``, spaces).
 _ID = re.compile(r"[A-Za-z0-9._:~@+=-]{1,256}")
 
-PAGE_SIZE = 10
-MAX_SKILLS = 20
-MAX_CARD_TEXT = 1000  # bytes of one description or name shown from a card
+PAGE_SIZE = 5
+MAX_SKILLS = 8
+MAX_DESCRIPTION = 400  # bytes of a card's description shown
+MAX_SKILL_TEXT = 200  # bytes of a skill's name or description shown
+MAX_WORD = 64  # bytes of an id, a tag or a mode
 PartyName = Callable[[str], Awaitable[str]]
 
 
@@ -160,29 +162,50 @@ async def _refused_cancel(
     return failure_answer(peer.name, failure, **extra)
 
 
-def _text(value: str) -> str:
-    return bounded(value, MAX_CARD_TEXT)[0]
+def _text(value: str, limit: int) -> str:
+    return bounded(value, limit)[0]
+
+
+def _words(values: Sequence[str], count: int) -> list[str]:
+    return [_text(v, MAX_WORD) for v in values[:count]]
 
 
 def _card_entry(name: str, card: AgentCard) -> JsonDict:
     skills = [
         {
-            "id": _text(s.id),
-            "name": _text(s.name),
-            "description": _text(s.description),
-            "tags": [_text(t) for t in s.tags][:10],
+            "id": _text(s.id, MAX_WORD),
+            "name": _text(s.name, MAX_SKILL_TEXT),
+            "description": _text(s.description, MAX_SKILL_TEXT),
+            "tags": _words(s.tags, 5),
         }
         for s in card.skills[:MAX_SKILLS]
     ]
     return {
         "name": name,
-        "cardName": _text(card.name),
-        "description": _text(card.description),
+        "cardName": _text(card.name, MAX_SKILL_TEXT),
+        "description": _text(card.description, MAX_DESCRIPTION),
         "skills": skills,
-        "inputModes": list(card.default_input_modes)[:20],
-        "outputModes": list(card.default_output_modes)[:20],
+        "moreSkills": max(0, len(card.skills) - MAX_SKILLS),
+        "inputModes": _words(card.default_input_modes, 8),
+        "outputModes": _words(card.default_output_modes, 8),
         "streaming": bool(card.capabilities.streaming),
     }
+
+
+def _agents_page(cards: Sequence[JsonDict], next_page: int | None, cap: int) -> str:
+    """The page of cards; in compact form (skills by id and name only) when the full one
+    would not fit the agent's tool output cap."""
+    doc: JsonDict = {"ok": True, "agents": list(cards)}
+    if next_page is not None:
+        doc["nextPage"] = next_page
+    text = render(doc, max_bytes=cap, frame=CARDS_FRAME)
+    if len(text.encode()) <= cap:
+        return text
+    compact = [
+        {**c, "skills": [{"id": s["id"], "name": s["name"]} for s in c.get("skills", ())]}
+        for c in cards
+    ]
+    return render({**doc, "agents": compact, "compact": True}, max_bytes=cap, frame=CARDS_FRAME)
 
 
 def _logged(tool: str, answer: JsonDict) -> JsonDict:
@@ -200,15 +223,13 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
 
     async def a2a_agents(ctx: ToolContext, page: int = 1) -> str:
         """List the A2A agents you may call, with their live card (description, skills,
-        input and output modes, streaming). Ten per page; ``nextPage`` when there are more."""
+        input and output modes, streaming). Five per page; ``nextPage`` when there are more."""
         names = list(config.agents)
         start = (max(page, 1) - 1) * PAGE_SIZE
         shown = names[start : start + PAGE_SIZE]
         cards = await asyncio.gather(*(peers.card_of(config, n, ctx) for n in shown))
-        doc: JsonDict = {"ok": True, "agents": list(cards)}
-        if start + PAGE_SIZE < len(names):
-            doc["nextPage"] = page + 1
-        return render(doc, max_bytes=cap, frame=CARDS_FRAME)
+        more = start + PAGE_SIZE < len(names)
+        return _agents_page(cards, max(page, 1) + 1 if more else None, cap)
 
     async def a2a_send(
         ctx: ToolContext,

@@ -459,3 +459,28 @@ async def test_an_id_that_could_leave_its_path_segment_is_refused(
     send = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x", context_id=bad)
     assert read["error"] == cancel["error"] == send["error"] == "BAD_ID"
     assert peer.calls == []
+
+
+async def test_the_agents_tool_pages_and_stays_within_the_output_cap(
+    database: Database,
+) -> None:
+    peer = FakePeer()
+    skills = [
+        {"id": f"s{i}", "name": f"Skill {i}", "description": "d" * 1000, "tags": ["t"] * 9}
+        for i in range(30)
+    ]
+    peer.card_override = lambda: httpx.Response(200, json={**peer.card(), "skills": skills})
+    seven = config(max_tool_output_bytes=8192).model_copy(
+        update={"agents": {f"a{i}": config().agents["helper"] for i in range(7)}}
+    )
+    tools = _tools(database, peer)
+    first = tool(tools, seven, "a2a_agents")
+    text = await first.call(ctx(), first.validate({}))
+    page = json.loads(text.partition("\n")[2])
+    assert len(text.encode()) <= 8192 and page["compact"] is True
+    assert [a["name"] for a in page["agents"]] == ["a0", "a1", "a2", "a3", "a4"]
+    assert page["nextPage"] == 2 and page["agents"][0]["moreSkills"] == 22
+    assert page["agents"][0]["skills"][0] == {"id": "s0", "name": "Skill 0"}
+    text = await first.call(ctx(), first.validate({"page": 2}))
+    last = json.loads(text.partition("\n")[2])
+    assert [a["name"] for a in last["agents"]] == ["a5", "a6"] and "nextPage" not in last
