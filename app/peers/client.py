@@ -1,8 +1,9 @@
 """Calls to one peer through the a2a-sdk client, on the interface its card chose (JSON-RPC or
 HTTP+JSON): send (acknowledged at once: ``returnImmediately``), read, cancel, and waiting
 for a task to settle within a bound: ``SubscribeToTask`` when the card says the peer
-streams, else ``GetTask`` every ``EDGE_PEER_POLL_SECONDS``, and in both cases a final
-``GetTask`` as the authoritative answer. Every request has its deadline
+streams, else ``GetTask`` every ``EDGE_PEER_POLL_SECONDS`` (also when a streaming peer refuses
+the subscription outright; a stream that fails is reported, not replaced), and in both cases a
+final ``GetTask`` as the authoritative answer. Every request has its deadline
 (``EDGE_PEER_REQUEST_SECONDS``) and a bounded answer (``app.peers.transport``); every failure
 is a ``PeerCallFailed`` (``app.peers.failures``).
 """
@@ -168,9 +169,10 @@ class PeerSession:
         if self.card.streaming:
             failed = await self._follow(task_id, deadline)
             task = await self.get_task(task_id)
-            if failed is not None and task.status.state not in SETTLED:
+            if failed is None or task.status.state in SETTLED:
+                return task
+            if not _refused(failed):
                 raise failed
-            return task
         while self.clock() < deadline:
             await self.sleep(min(self._limits.poll_seconds, deadline - self.clock()))
             task = await self.get_task(task_id)
@@ -194,6 +196,17 @@ class PeerSession:
         except Exception as exc:
             return translate(exc, "SubscribeToTask")
         return None
+
+
+# A subscription refused outright (the peer advertises streaming but does not serve it to
+# us), as opposed to a stream that failed: the former falls back to reading the task.
+_REFUSALS = frozenset({"METHOD_NOT_FOUND", "UNSUPPORTED_OPERATION", "-32601", "-32004"})
+
+
+def _refused(failure: PeerCallFailed) -> bool:
+    if failure.reason == "peer_error":
+        return failure.code in _REFUSALS
+    return failure.reason == "http_error" and failure.code in {"404", "405", "501"}
 
 
 def _settled(event: StreamResponse) -> bool:

@@ -484,3 +484,11 @@ async def test_the_agents_tool_pages_and_stays_within_the_output_cap(
     text = await first.call(ctx(), first.validate({"page": 2}))
     last = json.loads(text.partition("\n")[2])
     assert [a["name"] for a in last["agents"]] == ["a5", "a6"] and "nextPage" not in last
+
+
+async def test_a_subscription_refused_outright_falls_back_to_reading(database: Database) -> None:
+    peer = FakePeer(streaming=True)  # advertises streaming, has no SubscribeToTask (-32601)
+    _working_then_done(peer, "polled")
+    got = await call(_tools(database, peer), config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert got["state"] == "TASK_STATE_COMPLETED" and got["text"] == "polled"
+    assert peer.calls.count("SubscribeToTask") == 1 and peer.calls.count("GetTask") >= 3
