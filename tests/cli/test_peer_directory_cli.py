@@ -37,3 +37,19 @@ def test_a_directory_naming_an_env_var_is_stored(
     assert _cli(env, *add, "--agent-config", _write(tmp_path, doc)).returncode == 0
     shown = json.loads(_cli(env, "tenants", "show", "l").stdout)
     assert shown["agentConfig"]["agents"]["b"]["auth"] == {"bearer_env": "B"}
+
+
+def test_an_update_bringing_a_literal_password_is_refused_unechoed(
+    operator: tuple[dict[str, str], Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    env, manifest = operator
+    add = ("tenants", "add", "l", "--manifest", str(manifest), "--agent", "llm")
+    assert _cli(env, *add, "--agent-config", _write(tmp_path, GOOD)).returncode == 0
+    entry = {"url": "https://b.example", "auth": {"bearer_env": "B"}, "password": "hunter2-pw"}
+    doc = {**GOOD, "agents": {"b": entry}}
+    done = _cli(env, "tenants", "update", "l", "--agent-config", _write(tmp_path, doc))
+    assert "'b'.password holds a literal credential" in _one_line(done, 2)
+    assert "hunter2" not in done.stdout + done.stderr
+    shown = json.loads(_cli(env, "tenants", "show", "l").stdout)
+    assert "agents" not in shown["agentConfig"]  # the stored config is unchanged
