@@ -2,7 +2,9 @@
 another agent with ``a2a_send(wait=true)`` through the fake model server and its reply uses
 the answer; every push to A's gateway verifies. The peer is edge B's agent (an edge token; B
 records who sent it and its model is told), or an a2a-sdk server that requires a bearer token
-(``bearer_env``), which also answers 5 MB: the model gets 32 KiB of it, ``truncated``."""
+(``bearer_env``), which also answers 5 MB: the model gets 32 KiB of it, ``truncated``. And
+the other tools against B: a send without waiting, a read that waits, a cancel refused
+because the task finished."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.testing.fake_model import Step, text, tool_call
+from app.testing.fake_model import Step, dynamic, text, tool_call
 from app.testing.sdk_peer import SdkPeer
 from tests.peers.processes import (
     ASKER_NAME,
@@ -96,3 +98,42 @@ async def test_a_5_mb_answer_reaches_the_model_as_32_kib_truncated(
             assert 0 < len(shown) <= TEXT_BOUND and huge.encode().startswith(shown)
             assert len(result.encode()) < 2 * TEXT_BOUND
             assert len(sdk.received) == 1
+
+
+def _on_last_task(tool: str, **arguments: object) -> Step:
+    """A call of ``tool`` on the peer task named by the last tool result."""
+
+    def compute(body: dict[str, object]) -> Step:
+        messages = body.get("messages")
+        assert isinstance(messages, list)
+        results = [m for m in messages if m.get("role") == "tool"]
+        task_id = tool_doc(str(results[-1]["content"]))["taskId"]
+        call = {"agent": "helper", "task_id": task_id, **arguments}
+        return tool_call(tool, call, call_id=f"{tool}-1")
+
+    return dynamic(compute)
+
+
+async def test_send_read_and_cancel_across_two_edges(
+    pg_url: str, second_pg_url: str, tmp_path: Path
+) -> None:
+    async with peer_world(pg_url, second_pg_url, tmp_path, **KNOBS) as world:
+        world.fake_b.script(text("The fare is 120 EUR.", delay=2))
+        send = {"agent": "helper", "text": QUESTION, "wait": False}
+        world.fake_a.script(
+            tool_call("a2a_send", send, call_id="s1"),
+            _on_last_task("a2a_get_task", wait=True),
+            _on_last_task("a2a_cancel_task"),
+            text("done"),
+        )
+        final = await world.final(await world.ask("Find the fare, then cancel."))
+        assert final.state == "TASK_STATE_COMPLETED", final.task
+        sent, read, cancel = (tool_doc(r) for r in tool_results(world.fake_a))
+        assert sent["ok"] is True
+        assert sent["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        assert (read["state"], read["text"]) == ("TASK_STATE_COMPLETED", "The fare is 120 EUR.")
+        assert read["taskId"] == cancel["taskId"] == sent["taskId"]
+        assert cancel["ok"] is False and cancel["code"] == "TASK_NOT_CANCELABLE"
+        assert cancel["state"] == "TASK_STATE_COMPLETED"
+        [(task, received)] = await world.helper_tasks()
+        assert task.id == sent["taskId"] and len(received) == 1
