@@ -14,6 +14,4 @@ from app.negotiation.card import card_manifest
 
 
 def published_manifest(tenant: TenantRecord) -> Mapping[str, Any]:
-    return with_input_modes(
-        card_manifest(tenant), policy_of(tenant.agent_kind, tenant.agent_config)
-    )
+    return with_input_modes(card_manifest(tenant), policy_of(tenant.agent_config))

@@ -71,9 +71,9 @@ def tenant_body_limit(services: EdgeServices) -> BodyLimit:
             # Fails closed to the default; the call's own tenant lookup then answers the
             # fault as -32603 without detail (CONTRACT §3).
             return default
-        if record is None or record.agent_kind != "llm" or not record.enabled:
+        if record is None or not record.enabled:
             return default
-        policy = policy_of(record.agent_kind, record.agent_config)
+        policy = policy_of(record.agent_config)
         return policy.body_limit(default, images=images, documents=documents)
 
     return limit

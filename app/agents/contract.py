@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.agents.envelope import TurnEnvelope, turn_envelope
+from app.attachments.descriptions import is_description
+from app.attachments.stored import Attachment
 from app.security.caller import PeerSender
 
 JsonDict = dict[str, Any]
@@ -94,6 +96,10 @@ class TurnContext:
     # A peer agent's turn (CONTRACT §10): who sent it, from its verified token (issue 54);
     # None for a gateway's caller.
     peer: PeerSender | None = None
+    # The attachments a message of this task carried, by its messageId (issue 55): the bytes
+    # and a document's text, kept with the accepted turn; the message itself holds only
+    # their descriptions (None: not offered by the runtime).
+    read_attachments: Callable[[str], Awaitable[Sequence[Attachment]]] | None = None
 
     @property
     def turn(self) -> TurnEnvelope:
@@ -120,8 +126,13 @@ def text_of(message: Mapping[str, Any]) -> str:
 
 
 def first_text(message: Mapping[str, Any]) -> str:
-    """The first text part of a protobuf-JSON ``Message`` ("" when there is none)."""
+    """The first text part of a protobuf-JSON ``Message`` ("" when there is none); an
+    attachment's description (``app.attachments.descriptions``) is not the message's text."""
     for part in message.get("parts") or []:
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
+        if (
+            isinstance(part, dict)
+            and isinstance(part.get("text"), str)
+            and not is_description(part)
+        ):
             return str(part["text"])
     return ""

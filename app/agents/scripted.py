@@ -30,9 +30,11 @@ gateway wrapped it in a turn envelope), one directive per line
 When the script runs out, the reply is the echoed lines joined by newlines ("done" if there
 are none) plus the artifacts. In the arguments of progress/ask/auth/reply/message/fail/artifact
 text,
-``{answer}`` is replaced by the latest answer to an ask and ``{attempt}`` by the attempt number
-(1 on the first run). Step keys (``line-<n>``, n = 1-based line number) are stable across
-retries, so a retried turn re-sends the same progress message ids.
+``{answer}`` is replaced by the latest answer to an ask, ``{attempt}`` by the attempt number
+(1 on the first run) and ``{attachments}`` by the descriptions of the turn's attachments
+(``[image: a.png, image/png, 1234 bytes]``, joined by spaces; issue 55). Step keys
+(``line-<n>``, n = 1-based line number) are stable across retries, so a retried turn re-sends
+the same progress message ids.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from app.agents.contract import (
     first_text,
 )
 from app.agents.envelope import parse_envelope
+from app.attachments.descriptions import descriptions_of
 
 MAX_SLEEP_SECONDS = 3600.0
 ASK_KEYWORDS = ("ask", "auth")
@@ -145,7 +148,9 @@ class _Run:
 
     def fill(self, text: str) -> str:
         answer = self.ctx.resume_answer or ""
-        return text.replace("{answer}", answer).replace("{attempt}", str(self.ctx.attempt))
+        attached = " ".join(descriptions_of(self.ctx.message))
+        filled = text.replace("{answer}", answer).replace("{attempt}", str(self.ctx.attempt))
+        return filled.replace("{attachments}", attached)
 
     async def step(self, line: Line) -> AgentResult | None:
         keyword, arg = line.keyword, line.argument

@@ -10,12 +10,12 @@ whole message is checked before anything is written, so nothing is half-accepted
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from a2a.types import Part
 
 from app.attachments.documents import MAX_DOCUMENTS, check_document, document_type
 from app.attachments.policy import AttachmentPolicy
+from app.attachments.stored import DOCUMENT, IMAGE, Incoming
 from app.errors import ContentTypeNotSupported
 
 MAX_IMAGES = 4
@@ -34,77 +34,63 @@ def sniff_image(data: bytes) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedImage:
-    index: int  # the part's position in the message
-    media_type: str  # as sniffed
-    size: int
-
-
 def _refuse(message: str, reason: str, index: int) -> ContentTypeNotSupported:
     return ContentTypeNotSupported(
-        message, reason=reason, metadata={"attachment": reason, "part": str(index)}
+        f"params.message.parts[{index}]: {message}",
+        reason=reason,
+        metadata={"attachment": reason, "part": str(index)},
     )
 
 
-def check_attachments(parts: Iterable[Part], policy: AttachmentPolicy) -> list[CheckedImage]:
-    """The message's images, checked; raises ``ContentTypeNotSupported`` on the first part
-    the policy refuses. A tenant without the opt-in is not checked here (today's rules)."""
+def check_attachments(parts: Iterable[Part], policy: AttachmentPolicy) -> list[Incoming]:
+    """The message's attachments (images and documents), checked; raises
+    ``ContentTypeNotSupported`` on the first part the policy refuses. A tenant without the
+    opt-in is not checked here (today's rules)."""
     if not policy.any:
         return []
-    images: list[CheckedImage] = []
-    documents = 0
+    found: list[Incoming] = []
     for index, part in enumerate(parts):
         kind = part.WhichOneof("content")
         if kind == "url":
             raise _refuse(
-                f"params.message.parts[{index}]: URL parts are not accepted; send the "
-                "file inline (raw)",
+                "URL parts are not accepted; send the file inline (raw)",
                 "attachment_url_refused",
                 index,
             )
-        if kind != "raw":
-            continue
-        sniffed = sniff_image(part.raw) if policy.images else None
-        declared = part.media_type.strip().lower()
-        media_type = document_type(declared) if policy.documents else None
-        if sniffed is None and media_type is not None:
-            check_document(part.raw, index, media_type)
-            documents += 1
-            if documents > MAX_DOCUMENTS:
-                raise _refuse(
-                    f"params.message.parts[{index}]: at most {MAX_DOCUMENTS} document per message",
-                    "too_many_documents",
-                    index,
-                )
-            continue
-        if sniffed is None:
-            raise _refuse(
-                f"params.message.parts[{index}]: this media type is not accepted",
-                "attachment_type_unsupported",
-                index,
-            )
-        if declared and declared != sniffed:
-            raise _refuse(
-                f"params.message.parts[{index}]: declared as {declared[:64]}, but the bytes "
-                f"are {sniffed}",
-                "attachment_type_mismatch",
-                index,
-            )
-        if len(part.raw) > MAX_IMAGE_BYTES:
-            raise _refuse(
-                f"params.message.parts[{index}]: an image may hold at most {MAX_IMAGE_BYTES} bytes",
-                "image_too_large",
-                index,
-            )
-        images.append(CheckedImage(index, sniffed, len(part.raw)))
-        if len(images) > MAX_IMAGES:
-            raise _refuse(
-                f"params.message.parts[{index}]: at most {MAX_IMAGES} images per message",
-                "too_many_images",
-                index,
-            )
-    return images
+        if kind == "raw":
+            found.append(_check_raw(part, index, policy))
+            _check_counts(found, index)
+    return found
+
+
+def _check_raw(part: Part, index: int, policy: AttachmentPolicy) -> Incoming:
+    sniffed = sniff_image(part.raw) if policy.images else None
+    declared = part.media_type.strip().lower()
+    if sniffed is None and policy.documents and (media_type := document_type(declared)):
+        check_document(part.raw, index, media_type)
+        return Incoming(index, DOCUMENT, media_type, part.filename, part.raw)
+    if sniffed is None:
+        raise _refuse("this media type is not accepted", "attachment_type_unsupported", index)
+    if declared and declared != sniffed:
+        raise _refuse(
+            f"declared as {declared[:64]}, but the bytes are {sniffed}",
+            "attachment_type_mismatch",
+            index,
+        )
+    if len(part.raw) > MAX_IMAGE_BYTES:
+        raise _refuse(
+            f"an image may hold at most {MAX_IMAGE_BYTES} bytes", "image_too_large", index
+        )
+    return Incoming(index, IMAGE, sniffed, part.filename, part.raw)
+
+
+def _check_counts(found: list[Incoming], index: int) -> None:
+    kind = found[-1].kind
+    count = sum(1 for f in found if f.kind == kind)
+    if kind == IMAGE and count > MAX_IMAGES:
+        raise _refuse(f"at most {MAX_IMAGES} images per message", "too_many_images", index)
+    if kind == DOCUMENT and count > MAX_DOCUMENTS:
+        raise _refuse(f"at most {MAX_DOCUMENTS} document per message", "too_many_documents", index)
 
 
 def describe_part(part: object) -> str | None:

@@ -1,6 +1,7 @@
-"""Which attachments a tenant accepts: its ``llm`` agent config's ``attachments`` block.
+"""Which attachments a tenant accepts: its agent config's ``attachments`` block.
 
-Off unless the operator opted in; only the ``llm`` agent reads attachments. The same policy
+Off unless the operator opted in. The ``llm`` agent reads the attachments themselves; the
+other kinds (``echo``, ``scripted``) see their descriptions only. The same policy
 names the card's extra input modes and the request body limit for the tenant, which the
 bindings apply after the token (and so the tenant claim) is verified.
 """
@@ -18,7 +19,7 @@ DOCUMENT_TYPES = ("application/pdf", "text/plain", "text/markdown", "text/csv") 
 
 
 class AttachmentsConfig(BaseModel):
-    """``attachments`` in the ``llm`` agent config: ``{"images": true, "documents": true}``."""
+    """``attachments`` in the agent config: ``{"images": true, "documents": true}``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -48,10 +49,9 @@ class AttachmentPolicy:
 NO_ATTACHMENTS = AttachmentPolicy()
 
 
-def policy_of(agent_kind: str, agent_config: Mapping[str, Any]) -> AttachmentPolicy:
-    """The tenant's policy; anything but a valid ``llm`` opt-in is none (fails closed)."""
-    if agent_kind != "llm":
-        return NO_ATTACHMENTS
+def policy_of(agent_config: Mapping[str, Any]) -> AttachmentPolicy:
+    """The tenant's policy, whatever its agent kind; anything but a valid opt-in is none
+    (fails closed)."""
     block = agent_config.get("attachments")
     if not isinstance(block, Mapping):
         return NO_ATTACHMENTS

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from app.attachments.stored import Attachment
 from app.db.models import TaskRow
 from app.db.push_configs import SealedPush
 from app.security.caller import CallerScope
@@ -43,6 +44,9 @@ class NewTurn:
     # A new task's metadata (a peer's turn: ``looping.peer``, issue 54); a continuation's
     # task keeps the metadata it was created with.
     task_metadata: dict[str, Any] = field(default_factory=dict)
+    # Kept with the turn in the same unit of work (``turn_attachments``, issue 55); the
+    # message carries their descriptions.
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,12 @@ Refusal = Callable[[str, str], Exception]
 
 
 class AcceptStore(Protocol):
+    async def twin(self, scope: CallerScope, message_id: str, content_hash: str) -> Accepted | None:
+        """The task of the message already accepted under ``message_id`` (``created`` False),
+        ``InvalidParams`` if its content differs, None if there is none: lets a message whose
+        acceptance costs work (reading a document) skip it on a retry."""
+        ...
+
     async def start(
         self,
         scope: CallerScope,

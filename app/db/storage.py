@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from app.db.accepts import AcceptStore
 from app.db.admin_tokens import AdminTokenStore
+from app.db.attachments import AttachmentStore
 from app.db.clock import PROCESS_CLOCK, SERVER_CLOCK
 from app.db.engine import Database
 from app.db.mailbox import MailboxStore
@@ -36,6 +37,7 @@ from app.db.push_outbox import PushOutboxStore
 from app.db.sessions import SessionStore
 from app.db.shared.accepts import SharedAccepts
 from app.db.shared.admin_tokens import SharedAdminTokens
+from app.db.shared.attachments import SharedAttachments
 from app.db.shared.mailbox import SharedMailbox
 from app.db.shared.negotiations import SharedNegotiations
 from app.db.shared.overview import SharedOverview, postgres_minute, sqlite_minute
@@ -88,6 +90,7 @@ class Storage:
     subtasks: SubtaskStore
     admin_tokens: AdminTokenStore
     overview: OverviewStore
+    attachments: AttachmentStore
     # The file a worker role locks where only one process may run workers (a SQLite file);
     # None where workers of several processes share the storage, or nothing outlives it.
     worker_lock_path: Path | None = None
@@ -122,6 +125,7 @@ def _sqlite(db: Database) -> Storage:
         subtasks=SharedSubtasks(db, sqlite_insert),
         admin_tokens=SharedAdminTokens(db),
         overview=SharedOverview(db, PROCESS_CLOCK, sqlite_minute),
+        attachments=SharedAttachments(db),
         worker_lock_path=worker_lock_path(db.url),
     )
 
@@ -155,4 +159,6 @@ def _postgres(db: Database, pool: StatementPool) -> Storage:
         # Admin requests are few: the ORM path on both backends.
         admin_tokens=SharedAdminTokens(db),
         overview=SharedOverview(db, SERVER_CLOCK, postgres_minute),
+        # Read once per turn that carried attachments: the ORM path on both backends.
+        attachments=SharedAttachments(db),
     )

@@ -27,6 +27,12 @@ A peer agent's turn (CONTRACT §10) carries its sender, from the verified token 
 turn's payload holds it for the agent and a new task records it in its metadata as
 ``looping.peer`` (issue 54, provenance); nothing in the message can claim it.
 
+A message with attachments (issue 55) is looked up by its key first: a retry is answered
+with its task before any document is read again. Then its documents are read (a failure is
+``-32005`` and nothing is written) and the turn is stored with the attachments, the history
+and the turn's message carrying their bounded descriptions
+(``app.attachments.descriptions``). A message without attachments takes none of these steps.
+
 With the tenant setting ``dedupe_message_ids`` off, the turn's key is the message id plus a
 random suffix: every message starts a new turn (some test clients reuse message ids).
 """
@@ -36,10 +42,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.agents.hitl_wire import answer_part, pending_request_id
+from app.attachments.descriptions import described_message
+from app.attachments.reading import DocumentReader, TextDocuments, read_attachments
+from app.attachments.stored import Attachment
 from app.db.accepts import Accepted, NewTurn, QueueFull, Submission
 from app.db.documents import RawJson
 from app.db.engine import Database
@@ -82,14 +91,22 @@ class _TurnSpec:
     dedupe: bool
     identity: dict[str, Any]
     sender: PeerSender | None
+    attachments: tuple[Attachment, ...] = ()
 
 
 class Acceptor:
-    def __init__(self, db: Database, secrets: PushSecrets, bound: QueueBound = UNBOUNDED) -> None:
+    def __init__(
+        self,
+        db: Database,
+        secrets: PushSecrets,
+        bound: QueueBound = UNBOUNDED,
+        documents: DocumentReader | None = None,
+    ) -> None:
         self._store = db.storage.accepts
         self._reads = db.storage.task_reads
         self._secrets = secrets
         self._bound = bound
+        self._documents = documents or TextDocuments()
 
     async def accept(
         self,
@@ -113,6 +130,14 @@ class Acceptor:
     async def _accept(
         self, scope: CallerScope, request: SendRequest, spec: _TurnSpec, steerable: bool
     ) -> Accepted:
+        if request.attachments:
+            # A retry is answered before its documents are read again.
+            if spec.dedupe:
+                twin = await self._store.twin(scope, request.message_id, request.content_hash)
+                if twin is not None:
+                    return twin
+            attachments = await read_attachments(request.attachments, self._documents)
+            spec = replace(spec, attachments=attachments)
         now = utcnow()
         # Continuation (``message.taskId``) and a new task are both SUBMITTED once accepted.
         submission = Submission(states.SUBMITTED, status_doc(states.SUBMITTED, now), now)
@@ -183,16 +208,20 @@ class Acceptor:
             )
 
     def _turn(self, request: SendRequest, task_id: str, spec: _TurnSpec) -> NewTurn:
+        message = dict(request.message)
+        if spec.attachments:
+            message = described_message(message, spec.attachments)
         return NewTurn(
             key=_turn_key(request, spec),
             message_id=request.message_id,
             content_hash=request.content_hash,
-            payload=_turn_payload(request, task_id, spec),
-            message=dict(request.message),
+            payload=_turn_payload(message, request, task_id, spec),
+            message=message,
             push=None if request.push is None else self._seal(request.push),
             task_metadata=(
                 {} if spec.sender is None else {PEER_METADATA_KEY: spec.sender.to_json()}
             ),
+            attachments=spec.attachments,
         )
 
     def _seal(self, push: PushConfigInput) -> SealedPush:
@@ -203,9 +232,11 @@ def _turn_key(request: SendRequest, turn: _TurnSpec) -> str:
     return request.message_id if turn.dedupe else f"{request.message_id}#{uuid.uuid4().hex}"
 
 
-def _turn_payload(request: SendRequest, task_id: str, turn: _TurnSpec) -> dict[str, Any]:
+def _turn_payload(
+    message: dict[str, Any], request: SendRequest, task_id: str, turn: _TurnSpec
+) -> dict[str, Any]:
     payload: dict[str, Any] = {
-        "message": {**request.message, "taskId": task_id},
+        "message": {**message, "taskId": task_id},
         "identity": turn.identity,
     }
     if turn.sender is not None:

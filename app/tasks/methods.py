@@ -19,8 +19,7 @@ from a2a.types import (
     TaskState,
 )
 
-from app.attachments.admission import read_pdfs
-from app.attachments.policy import policy_of
+from app.attachments.reading import Documents
 from app.db.list_query import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ListQuery
 from app.errors import EdgeError, InvalidParams
 from app.negotiation.gate import NegotiationGate
@@ -74,12 +73,13 @@ class TaskMethods:
         self._db = services.db
         self._blocking_seconds = settings.blocking_timeout_seconds
         secrets = PushSecrets.from_settings(settings, services.key)
-        self._acceptor = Acceptor(services.db, secrets, QueueBound.from_settings(settings))
+        self._acceptor = Acceptor(
+            services.db, secrets, QueueBound.from_settings(settings), Documents(services.pdf)
+        )
         history = settings.default_history_length
         self._queries = TaskQueries(services.db, default_history_length=history)
         self._canceller = TaskCanceller(services.db, default_history_length=history)
         self._targets = settings.push_targets
-        self._pdf = services.pdf
         self._push_configs = PushConfigService(services.db, self._targets, secrets)
         storage = services.db.storage
         self._negotiations = NegotiationGate(storage.negotiations, storage.task_lifecycle.state)
@@ -98,10 +98,6 @@ class TaskMethods:
 
     async def send_message(self, call: RpcCall) -> Any:
         request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
-        # A PDF is read before acceptance: one that cannot be refuses the message (issue 55).
-        await read_pdfs(
-            request.message, policy_of(call.tenant.agent_kind, call.tenant.agent_config), self._pdf
-        )
         # A decision data part is a negotiation turn (issue 51): peers only, rival rule first.
         turn = await self._negotiations.check(
             peer=call.caller.peer,

@@ -18,6 +18,7 @@ from google.protobuf import json_format
 
 from app.attachments.images import check_attachments
 from app.attachments.policy import policy_of
+from app.attachments.stored import Incoming
 from app.errors import InvalidParams, TaskNotFound
 from app.push_targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
@@ -43,6 +44,9 @@ class SendRequest:
     history_length: int | None
     accepted_output_modes: tuple[str, ...]
     content_hash: str
+    # The message's checked inline attachments (tenants that opted in, issue 55): accepted
+    # with the turn, described in the history (``app.attachments.descriptions``).
+    attachments: tuple[Incoming, ...] = ()
 
 
 def _object(value: object, field: str) -> Mapping[str, Any] | None:
@@ -111,7 +115,7 @@ def parse_send_message(
         )
 
     _check_message(request, raw_message)
-    check_attachments(request.message.parts, policy_of(tenant.agent_kind, tenant.agent_config))
+    attachments = check_attachments(request.message.parts, policy_of(tenant.agent_config))
     history_length: int | None = None
     if configuration.HasField("history_length"):
         if configuration.history_length < 0:
@@ -133,4 +137,5 @@ def parse_send_message(
         history_length=history_length,
         accepted_output_modes=tuple(configuration.accepted_output_modes),
         content_hash=content_hash(message, push),
+        attachments=tuple(attachments),
     )

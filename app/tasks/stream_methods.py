@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from a2a.types import SubscribeToTaskRequest
 
-from app.attachments.admission import read_pdfs
-from app.attachments.policy import policy_of
+from app.attachments.reading import Documents
 from app.errors import InvalidParams
 from app.rpc.context import MethodTable, RpcCall, StreamResult
 from app.tasks.accept import Acceptor
@@ -31,8 +30,8 @@ class StreamMethods:
         settings = services.settings
         storage = services.db.storage
         self._targets = settings.push_targets
-        self._pdf = services.pdf
-        self._acceptor = Acceptor(services.db, PushSecrets.from_settings(settings, services.key))
+        secrets = PushSecrets.from_settings(settings, services.key)
+        self._acceptor = Acceptor(services.db, secrets, documents=Documents(services.pdf))
         self._queries = TaskQueries(
             services.db, default_history_length=settings.default_history_length
         )
@@ -55,10 +54,6 @@ class StreamMethods:
 
     async def send_streaming_message(self, call: RpcCall) -> StreamResult:
         request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
-        # A PDF is read before acceptance: one that cannot be refuses the message (issue 55).
-        await read_pdfs(
-            request.message, policy_of(call.tenant.agent_kind, call.tenant.agent_config), self._pdf
-        )
         release = self.streams.slots.acquire(call.scope)
         try:
             accepted = await self._acceptor.accept(

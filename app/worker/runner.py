@@ -36,6 +36,7 @@ from opentelemetry.trace import SpanKind
 from app.agents.contract import TurnContext, TurnStopped, first_text
 from app.agents.envelope import turn_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
+from app.attachments.stored import Attachment
 from app.db.engine import Database
 from app.db.fence import Fence
 from app.db.mailbox import ERROR_REFUSED, Lease, QueuedTurn
@@ -289,6 +290,7 @@ class _TurnRun:
             envelope=envelope,
             read_history=self._read_history,
             peer=peer,
+            read_attachments=self._read_attachments,
         )
 
     async def _read_history(self) -> Sequence[dict[str, Any]]:
@@ -300,6 +302,12 @@ class _TurnRun:
             return []
         self.seen_history = len(snapshot.history)
         return [dict(m) for m in snapshot.history]
+
+    async def _read_attachments(self, message_id: str) -> Sequence[Attachment]:
+        """The attachments the task's message ``message_id`` carried (issue 55)."""
+        return await self.r.db.storage.attachments.of_message(
+            self.scope, self.turn.task_id, message_id
+        )
 
     async def _progress(self, step_key: str, text: str) -> None:
         if self.watch.interrupted:

@@ -35,7 +35,8 @@ def test_types() -> None:
 
 
 def test_accepts_one_text_document() -> None:
-    assert check_attachments([Part(raw=b"a,b\n1,2\n", media_type="text/csv")], DOCS) == []
+    (checked,) = check_attachments([Part(raw=b"a,b\n1,2\n", media_type="text/csv")], DOCS)
+    assert (checked.index, checked.kind, checked.media_type) == (0, "document", "text/csv")
 
 
 def test_refusals() -> None:
@@ -59,7 +60,8 @@ def test_pdf_checks_before_acceptance() -> None:
     def pdf(data: bytes) -> Part:
         return Part(raw=data, media_type="application/pdf")
 
-    assert check_attachments([pdf(b"%PDF-1.7 ...")], DOCS) == []
+    (checked,) = check_attachments([pdf(b"%PDF-1.7 ...")], DOCS)
+    assert (checked.kind, checked.media_type) == ("document", "application/pdf")
     assert _refusal([pdf(b"GIF89a")]) == "document_unreadable"
     assert _refusal([pdf(b"%PDF-" + bytes(MAX_PDF_BYTES))]) == "document_too_large"
     assert _refusal([pdf(b"%PDF-1.7"), Part(raw=b"note", media_type="text/plain")]) == (

@@ -38,7 +38,10 @@ def test_sniffs_by_bytes() -> None:
 def test_accepts_images_declared_right_or_undeclared() -> None:
     parts = [Part(text="look"), Part(raw=PNG, media_type="image/png"), Part(raw=JPEG)]
     checked = check_attachments(parts, IMAGES)
-    assert [(c.index, c.media_type) for c in checked] == [(1, "image/png"), (2, "image/jpeg")]
+    assert [(c.index, c.kind, c.media_type) for c in checked] == [
+        (1, "image", "image/png"),
+        (2, "image", "image/jpeg"),
+    ]
 
 
 def test_refusals() -> None:
@@ -64,11 +67,11 @@ def test_without_opt_in_nothing_is_checked() -> None:
 
 
 def test_policy_fails_closed() -> None:
-    assert policy_of("llm", {"attachments": {"images": True}}).images
-    assert not policy_of("echo", {"attachments": {"images": True}}).any
-    assert not policy_of("llm", {"attachments": {"images": "yes"}}).any
-    assert not policy_of("llm", {"attachments": ["images"]}).any
-    assert not policy_of("llm", {}).any
+    assert policy_of({"attachments": {"images": True}}).images
+    assert not policy_of({"attachments": {"images": "yes"}}).any
+    assert not policy_of({"attachments": ["images"]}).any
+    assert not policy_of({"attachments": {"images": True, "audio": True}}).any
+    assert not policy_of({}).any
 
 
 def test_input_modes_and_body_limit() -> None:

@@ -1,16 +1,18 @@
-"""A user message's images as model inputs (issue 55).
+"""A user message's attachments as model inputs (issue 55).
 
-The message was checked at acceptance (``app.attachments.images``); the bytes are sniffed
-again here so only JPEG or PNG ever reaches the model, whatever the stored ``mediaType``
-says. pydantic-ai sends ``BinaryContent`` to an OpenAI-compatible server as an
-``image_url`` part with a ``data:`` URL; nothing is fetched.
+The message was checked at acceptance (``app.attachments.images``) and its attachments kept
+with the turn (``app.db.attachments``); the message holds only their descriptions, and the
+attachments are read from the turn store here (``TurnContext.read_attachments``). An image's
+bytes are sniffed again so only JPEG or PNG ever reaches the model; pydantic-ai sends
+``BinaryContent`` to an OpenAI-compatible server as an ``image_url`` part with a ``data:`` URL
+and nothing is fetched. A model without vision (``model.vision: false``) gets a note that an
+image was attached instead. A document reaches the model as its text, framed as untrusted
+reference material, never as its bytes.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -21,62 +23,70 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from app.attachments.documents import MAX_DOCUMENTS, decode_document, framed, text_document_type
+from app.agents.llm.config import LlmConfig
+from app.attachments.descriptions import describe, has_attachments
+from app.attachments.documents import MAX_DOCUMENTS, framed
 from app.attachments.images import MAX_IMAGES, sniff_image
 from app.attachments.policy import AttachmentsConfig
+from app.attachments.stored import DOCUMENT, IMAGE, Attachment
+
+ReadAttachments = Callable[[str], Awaitable[Sequence[Attachment]]]
 
 
-def images_of(message: Mapping[str, Any]) -> list[BinaryContent]:
-    """The message's inline images, at most ``MAX_IMAGES``, by their bytes."""
-    found: list[BinaryContent] = []
-    for part in message.get("parts") or ():
-        raw = part.get("raw") if isinstance(part, Mapping) else None
-        if not isinstance(raw, str):
+async def attachments_of(
+    message: Mapping[str, Any], read: ReadAttachments | None
+) -> Sequence[Attachment]:
+    """The attachments kept with ``message``'s turn; none when it describes none."""
+    message_id = message.get("messageId")
+    if read is None or not isinstance(message_id, str) or not has_attachments(message):
+        return ()
+    return await read(message_id)
+
+
+def _images(attachments: Sequence[Attachment], vision: bool) -> list[UserContent]:
+    found: list[UserContent] = []
+    for item in attachments:
+        media_type = sniff_image(item.data) if item.kind == IMAGE else None
+        if media_type is None:
             continue
-        try:
-            data = base64.b64decode(raw, validate=False)
-        except (binascii.Error, ValueError):
-            continue
-        media_type = sniff_image(data)
-        if media_type is not None:
-            found.append(BinaryContent(data=data, media_type=media_type))
+        if vision:
+            found.append(BinaryContent(data=item.data, media_type=media_type))
+        else:
+            found.append(f"The user attached an image this model cannot see: {describe(item)}")
         if len(found) == MAX_IMAGES:
             break
     return found
 
 
-def documents_of(message: Mapping[str, Any]) -> list[str]:
-    """The message's text documents, framed as untrusted reference material (a PDF's
-    text is read at acceptance, not from its bytes here)."""
-    found: list[str] = []
-    for part in message.get("parts") or ():
-        raw = part.get("raw") if isinstance(part, Mapping) else None
-        media_type = text_document_type(str(part.get("mediaType") or "")) if raw else None
-        if not isinstance(raw, str) or media_type is None:
-            continue
-        try:
-            data = base64.b64decode(raw, validate=False)
-        except (binascii.Error, ValueError):
-            continue
-        text = None if sniff_image(data) else decode_document(data)
-        if text is not None:
-            found.append(framed(text, media_type, str(part.get("filename") or "")))
-        if len(found) == MAX_DOCUMENTS:
-            break
-    return found
+def _documents(attachments: Sequence[Attachment]) -> list[str]:
+    docs = [a for a in attachments if a.kind == DOCUMENT and a.text is not None]
+    return [framed(a.text or "", a.media_type, a.filename) for a in docs[:MAX_DOCUMENTS]]
 
 
-def user_prompt(text: str, message: Mapping[str, Any], config: AttachmentsConfig) -> UserPromptPart:
-    """The user turn for the model: its text, its documents (framed) and its images, each
-    only when the tenant opted in."""
-    documents = documents_of(message) if config.documents else []
-    images = images_of(message) if config.images else []
-    if not images and not documents:
-        return UserPromptPart(text)
-    if not images:
-        return UserPromptPart("\n\n".join([text, *documents]))
+def user_prompt(
+    text: str,
+    attachments: Sequence[Attachment],
+    config: AttachmentsConfig,
+    *,
+    vision: bool = True,
+) -> UserPromptPart:
+    """The user turn for the model: its text, its documents (framed) and its images (or,
+    without vision, a note for each), each only while the tenant opts in."""
+    documents = _documents(attachments) if config.documents else []
+    images = _images(attachments, vision) if config.images else []
+    if all(isinstance(i, str) for i in images):
+        texts = [text, *documents, *(i for i in images if isinstance(i, str))]
+        return UserPromptPart("\n\n".join(texts) if len(texts) > 1 else text)
     content: list[UserContent] = [text, *documents, *images]
     return UserPromptPart(content)
+
+
+async def user_part(
+    text: str, message: Mapping[str, Any], read: ReadAttachments | None, config: LlmConfig
+) -> UserPromptPart:
+    """``message`` for the model, with the attachments kept with its turn."""
+    attachments = await attachments_of(message, read)
+    return user_prompt(text, attachments, config.attachments, vision=config.model.vision)
 
 
 # The session budget's estimate for one image (``session_max_tokens``): its base64 text says

@@ -41,6 +41,9 @@ class ModelEndpoint(BaseModel):
     base_url: str = Field(min_length=1, max_length=2048)
     name: str = Field(min_length=1, max_length=256)
     api_key_env: str | None = Field(default=None, max_length=256)
+    # Whether the model takes image inputs; without, an attached image reaches it as a note
+    # naming the image (issue 55).
+    vision: bool = True
 
     @field_validator("base_url")
     @classmethod

@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelRequest
 
 from app.agents.contract import TurnContext, first_text
 from app.agents.envelope import turn_envelope
-from app.agents.llm.attachments import user_prompt
+from app.agents.llm.attachments import user_part
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.turn_session import TurnSession
 
@@ -56,5 +56,6 @@ class Steering:
         for message in await self.found(fresh=False):
             # The task's steering comes from its own caller: a peer's, like its first turn.
             envelope = turn_envelope(first_text(message), self.ctx.peer)
-            part = user_prompt(envelope.for_model(), message, self.config.attachments)
+            read = self.ctx.read_attachments
+            part = await user_part(envelope.for_model(), message, read, self.config)
             await self.session.save(f"user:{message['messageId']}", ModelRequest(parts=[part]))

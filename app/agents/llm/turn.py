@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse
 
 from app.agents.contract import AgentFailure, AgentQuestion, AgentReply, AgentResult, TurnContext
 from app.agents.llm import compaction, history, hitl
-from app.agents.llm.attachments import user_prompt
+from app.agents.llm.attachments import user_part
 from app.agents.llm.batch import CallResult
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.events import EventBus, ModelResponded, TurnEnded, TurnStarted
@@ -167,7 +167,8 @@ class Turn:
                 CallResult(ask, answer.result, "ok"), extra={"answer": message_id}
             )
             return
-        part = user_prompt(self.ctx.turn.for_model(), self.ctx.message, self.config.attachments)
+        ctx = self.ctx
+        part = await user_part(ctx.turn.for_model(), ctx.message, ctx.read_attachments, self.config)
         await self.session.save(f"user:{message_id}", ModelRequest(parts=[part]), behind=True)
 
     async def _compact(self) -> None:

@@ -1,6 +1,7 @@
 """All ORM tables; importing this package registers them on ``Base.metadata``."""
 
 from app.db.models.admin_tokens import AdminTokenRow
+from app.db.models.attachments import TurnAttachmentRow
 from app.db.models.base import Base
 from app.db.models.negotiations import NegotiationRow, NegotiationTurnRow, PeerPinRow
 from app.db.models.peer_sends import PeerSendRow
@@ -28,5 +29,6 @@ __all__ = [
     "TaskMessageRow",
     "TaskRow",
     "TenantRow",
+    "TurnAttachmentRow",
     "TurnRow",
 ]

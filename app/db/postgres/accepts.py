@@ -27,6 +27,10 @@ a time (``_IdentityLocks``); the shared transaction counts under a transaction a
 of the identity (``IDENTITY_LOCK_SQL``). What is left: edge processes accepting for the same
 identity at the same instant do not see each other's statement, so the identity can end up
 over the limit by at most one turn per other such process.
+
+A turn with attachments (issue 55) takes the shared transaction, which writes their rows
+beside the turn: such turns are few and their bytes dominate the cost, and the statement the
+text-only turns run stays as it is.
 """
 
 from __future__ import annotations
@@ -152,6 +156,9 @@ class PostgresAccepts:
         self._turns = turns
         self._identities = _IdentityLocks()
 
+    async def twin(self, scope: CallerScope, message_id: str, content_hash: str) -> Accepted | None:
+        return await self._shared.twin(scope, message_id, content_hash)
+
     async def start(
         self,
         scope: CallerScope,
@@ -162,6 +169,16 @@ class PostgresAccepts:
         submission: Submission,
         queued_limit: int | None = None,
     ) -> Accepted:
+        if turn.attachments:
+            async with self._identities.held(scope):
+                return await self._shared.start(
+                    scope,
+                    turn,
+                    task_id=task_id,
+                    context_id=context_id,
+                    submission=submission,
+                    queued_limit=queued_limit,
+                )
         if queued_limit is None:
             return await self._start(scope, turn, task_id, context_id, submission, None)
         # One bounded accept of an identity at a time in this process: each statement commits

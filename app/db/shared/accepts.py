@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import states
 from app.db.accepts import Accepted, NewTurn, QueueFull, Refusal, Submission
 from app.db.engine import Database
-from app.db.models import ActorRow, TaskRow, TurnRow
+from app.db.models import ActorRow, TaskRow, TurnAttachmentRow, TurnRow
 from app.db.shared.push_configs import store_push_config
 from app.db.shared.task_rows import append_history, insert_for, load_task
 from app.db.signals import WakeChannel
@@ -38,6 +38,10 @@ class SharedAccepts:
         self._turns: WakeChannel = db.signals.turns
         self._identity_lock = identity_lock
 
+    async def twin(self, scope: CallerScope, message_id: str, content_hash: str) -> Accepted | None:
+        async with self._db.transaction() as session:
+            return await _held(session, scope, message_id, content_hash)
+
     async def start(
         self,
         scope: CallerScope,
@@ -53,7 +57,10 @@ class SharedAccepts:
             if queued_limit is not None and self._identity_lock is not None:
                 lock = {"tenant": scope.tenant, "identity": scope.identity}
                 await session.execute(text(self._identity_lock), lock)
-            if not await _insert_turn(session, scope, turn, task_id, states.TURN_START, submission):
+            turn_id = await _insert_turn(
+                session, scope, turn, task_id, states.TURN_START, submission
+            )
+            if turn_id is None:
                 return await existing(session, scope, turn)
             # After the idempotency decision (a retry gets its task whatever the count), and
             # the new turn counts itself: past the limit, raising rolls it back.
@@ -74,7 +81,7 @@ class SharedAccepts:
             )
             session.add(task)
             await session.flush()
-            await _record(session, scope, turn, task_id, context_id, channel)
+            await _record(session, scope, turn, (task_id, turn_id), context_id, channel)
         self._turns.notify_local()
         return Accepted(task=task, created=True)
 
@@ -91,9 +98,10 @@ class SharedAccepts:
     ) -> Accepted:
         channel = self._turns.remote_channel()
         async with self._db.transaction() as session:
-            if not await _insert_turn(
+            turn_id = await _insert_turn(
                 session, scope, turn, task_id, states.TURN_RESUME, submission
-            ):
+            )
+            if turn_id is None:
                 return await existing(session, scope, turn)
             task = await load_task(session, scope, task_id)
             if task is None:
@@ -122,7 +130,7 @@ class SharedAccepts:
             if _rowcount(resumed) != 1:
                 current = await load_task(session, scope, task.id)
                 raise refuse(task.id, current.state if current is not None else task.state)
-            await _record(session, scope, turn, task.id, task.context_id, channel)
+            await _record(session, scope, turn, (task.id, turn_id), task.context_id, channel)
             await session.refresh(task)
         self._turns.notify_local()
         return Accepted(task=task, created=True)
@@ -139,9 +147,10 @@ class SharedAccepts:
         refuse: Refusal,
     ) -> Accepted:
         async with self._db.transaction() as session:
-            if not await _insert_turn(
+            turn_id = await _insert_turn(
                 session, scope, turn, task_id, states.TURN_STEER, submission, states.TURN_DONE
-            ):
+            )
+            if turn_id is None:
                 return await existing(session, scope, turn)
             # Locked: an outcome write in flight (it takes the row and the next history
             # position) is waited for, and its state then refuses this message, instead of
@@ -168,24 +177,33 @@ class SharedAccepts:
                 .values(version=TaskRow.version + 1)
                 .execution_options(synchronize_session=False)
             )
-            await _record(session, scope, turn, task.id, task.context_id, None)
+            await _record(session, scope, turn, (task.id, turn_id), task.context_id, None)
         return Accepted(task=task, created=True)
 
 
 async def existing(session: AsyncSession, scope: CallerScope, turn: NewTurn) -> Accepted:
     """The task of the message that holds the key: a retry, or a concurrent twin."""
+    found = await _held(session, scope, turn.message_id, turn.content_hash)
+    if found is None:  # the twin rolled back between our insert and this read: rare
+        raise TaskNotFound("task not found; retry the message")
+    return found
+
+
+async def _held(
+    session: AsyncSession, scope: CallerScope, message_id: str, content_hash: str
+) -> Accepted | None:
     held = (
         await session.execute(
             select(TurnRow.task_id, TurnRow.content_hash).where(
                 TurnRow.tenant == scope.tenant,
                 TurnRow.identity == scope.identity,
-                TurnRow.message_id == turn.message_id,
+                TurnRow.message_id == message_id,
             )
         )
     ).one_or_none()
-    if held is None:  # the twin rolled back between our insert and this read: rare
-        raise TaskNotFound("task not found; retry the message")
-    if held.content_hash != turn.content_hash:
+    if held is None:
+        return None
+    if held.content_hash != content_hash:
         raise InvalidParams(
             "params.message.messageId was already used with different content",
             reason="message_id_conflict",
@@ -226,7 +244,8 @@ async def _insert_turn(
     kind: str,
     submission: Submission,
     status: str = states.TURN_QUEUED,
-) -> bool:
+) -> int | None:
+    """The new turn's id; None when the key is taken."""
     stmt = (
         insert_for(session, TurnRow)
         .values(
@@ -246,20 +265,25 @@ async def _insert_turn(
         .on_conflict_do_nothing(index_elements=["tenant", "identity", "message_id"])
         .returning(TurnRow.id)
     )
-    return (await session.execute(stmt)).scalar_one_or_none() is not None
+    found: int | None = (await session.execute(stmt)).scalar_one_or_none()
+    return found
 
 
 async def _record(
     session: AsyncSession,
     scope: CallerScope,
     turn: NewTurn,
-    task_id: str,
+    ids: tuple[str, int],
     context_id: str,
     channel: str | None,
 ) -> None:
-    """The accepted message in the history, its push config, the actor row and the wake-up."""
+    """The accepted message in the history, its attachments, its push config, the actor row
+    and the wake-up. ``ids``: the task's and the new turn's."""
+    task_id, turn_id = ids
     message = {**turn.message, "taskId": task_id, "contextId": context_id}
     await append_history(session, scope, task_id, role="ROLE_USER", message=message)
+    if turn.attachments:
+        session.add_all(_attachment_rows(scope, turn, task_id, turn_id))
     if turn.push is not None:
         await store_push_config(session, scope, task_id, turn.push, reuse_same_url=True)
     # DO NOTHING: accept never waits on the row lock a worker's claim holds.
@@ -271,6 +295,28 @@ async def _record(
     if channel is not None:
         # Delivered to LISTENers at commit, never for a rolled-back accept.
         await session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
+
+
+def _attachment_rows(
+    scope: CallerScope, turn: NewTurn, task_id: str, turn_id: int
+) -> list[TurnAttachmentRow]:
+    return [
+        TurnAttachmentRow(
+            tenant=scope.tenant,
+            task_id=task_id,
+            turn_id=turn_id,
+            ordinal=a.index,
+            identity=scope.identity,
+            message_id=turn.message_id,
+            kind=a.kind,
+            media_type=a.media_type,
+            filename=a.filename,
+            data=a.data,
+            text=a.text,
+            pages=a.pages,
+        )
+        for a in turn.attachments
+    ]
 
 
 def _rowcount(result: Any) -> int:

@@ -16,6 +16,7 @@ from app.db.models import (
     PushOutboxRow,
     TaskMessageRow,
     TaskRow,
+    TurnAttachmentRow,
     TurnRow,
 )
 from app.db.outbox import cancel_undelivered
@@ -110,7 +111,8 @@ class SharedTaskLifecycle:
                 by_tenant[tenant].append(task_id)
                 identities[tenant].add(identity)
             for tenant, ids in by_tenant.items():
-                for table in (TaskMessageRow, PushOutboxRow, PushConfigRow, PeerSendRow):
+                tables = (TaskMessageRow, PushOutboxRow, PushConfigRow, PeerSendRow)
+                for table in (*tables, TurnAttachmentRow):
                     await session.execute(
                         delete(table).where(table.tenant == tenant, table.task_id.in_(ids))
                     )

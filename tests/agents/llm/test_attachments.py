@@ -1,45 +1,70 @@
-"""Images in the ``llm`` loop's user turn (issue 55): only sniffed JPEG/PNG, only when opted
-in, a fixed session-budget estimate, named in summaries."""
+"""Attachments in the ``llm`` loop's user turn (issue 55): read from the turn store when the
+message describes them, images only sniffed JPEG/PNG and only when opted in, a note instead
+of the image for a model without vision, documents framed, a fixed session-budget estimate,
+images named in summaries."""
 
 from __future__ import annotations
 
-import base64
+from collections.abc import Sequence
 
 from pydantic_ai.messages import BinaryContent, ModelRequest
 
-from app.agents.llm.attachments import IMAGE_TOKENS, images_of, user_prompt
+from app.agents.llm.attachments import IMAGE_TOKENS, attachments_of, user_prompt
 from app.agents.llm.compaction import as_text
 from app.agents.llm.session import entry_of
+from app.attachments.descriptions import described_message
 from app.attachments.policy import AttachmentsConfig
+from app.attachments.stored import DOCUMENT, IMAGE, Attachment
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(300_000)
+IMAGES = AttachmentsConfig(images=True)
 
 
-def _message(*data: bytes) -> dict[str, object]:
-    parts: list[dict[str, str]] = [{"text": "look"}]
-    parts += [{"raw": base64.b64encode(d).decode(), "mediaType": "image/png"} for d in data]
-    return {"parts": parts}
+def _image(data: bytes, index: int = 1) -> Attachment:
+    return Attachment(index, IMAGE, "image/png", "a.png", data)
 
 
 def test_images_by_bytes_only_when_opted_in() -> None:
-    message = _message(PNG, b"GIF89a....")
-    assert [i.media_type for i in images_of(message)] == ["image/png"]
-    assert user_prompt("look", message, AttachmentsConfig()).content == "look"
-    part = user_prompt("look", message, AttachmentsConfig(images=True))
-    assert isinstance(part.content, list) and isinstance(part.content[1], BinaryContent)
+    found = [_image(PNG), _image(b"GIF89a....", 2)]
+    assert user_prompt("look", found, AttachmentsConfig()).content == "look"
+    part = user_prompt("look", found, IMAGES)
+    assert isinstance(part.content, list) and len(part.content) == 2
+    assert isinstance(part.content[1], BinaryContent)
+    assert part.content[1].media_type == "image/png"
+
+
+def test_a_model_without_vision_gets_a_note() -> None:
+    part = user_prompt("look", [_image(PNG)], IMAGES, vision=False)
+    assert part.content == (
+        "look\n\nThe user attached an image this model cannot see: "
+        f"[image: a.png, image/png, {len(PNG)} bytes]"
+    )
 
 
 def test_session_budget_and_summary() -> None:
-    part = user_prompt("look", _message(PNG), AttachmentsConfig(images=True))
+    part = user_prompt("look", [_image(PNG)], IMAGES)
     entry = entry_of("task:t:user:m", ModelRequest(parts=[part]))
     assert IMAGE_TOKENS <= entry.tokens < IMAGE_TOKENS + 200
     assert "user: look\n[image: image/png]" in as_text([ModelRequest(parts=[part])])
 
 
 def test_documents_framed_when_opted_in() -> None:
-    raw = base64.b64encode(b"# Notes\nbuy milk").decode()
-    message = {"parts": [{"text": "read"}, {"raw": raw, "mediaType": "text/markdown"}]}
-    assert user_prompt("read", message, AttachmentsConfig()).content == "read"
-    content = user_prompt("read", message, AttachmentsConfig(documents=True)).content
+    doc = Attachment(1, DOCUMENT, "text/markdown", "n.md", b"#", text="# Notes\nbuy milk")
+    assert user_prompt("read", [doc], AttachmentsConfig()).content == "read"
+    content = user_prompt("read", [doc], AttachmentsConfig(documents=True)).content
     assert isinstance(content, str) and content.startswith("read\n\n")
     assert 'type="text/markdown">\n# Notes\nbuy milk\n</attachment>' in content
+
+
+async def test_read_from_the_turn_store_only_when_described() -> None:
+    asked: list[str] = []
+
+    async def read(message_id: str) -> Sequence[Attachment]:
+        asked.append(message_id)
+        return [_image(PNG)]
+
+    plain = {"messageId": "m-1", "parts": [{"text": "hi"}]}
+    assert await attachments_of(plain, read) == ()
+    described = described_message({**plain, "parts": [{"text": "hi"}, {}]}, [_image(PNG)])
+    assert len(await attachments_of(described, read)) == 1
+    assert asked == ["m-1"]
