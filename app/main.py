@@ -80,6 +80,7 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         observer=services.metrics,
         body_limit=body_limit,
+        large_bodies=services.large_bodies,
     )
     if settings.grpc_port is not None:
         services.background.append(build_grpc_server(services, host=grpc_host))
@@ -90,6 +91,7 @@ def create_app(
         heartbeat_seconds=settings.stream_heartbeat_seconds,
         observer=services.metrics,
         body_limit=body_limit,
+        large_bodies=services.large_bodies,
     )
 
     @asynccontextmanager

@@ -13,6 +13,7 @@ import httpx
 from app.agents.llm.extension import Extensions
 from app.agents.llm.plugins import PluginError
 from app.agents.llm.runtime import LlmRuntime, build_llm_runtime
+from app.attachments.admission import LargeBodies, SlotLimits
 from app.attachments.pdf import PdfExtractor, PdfLimits
 from app.cards.service import CardService
 from app.db.engine import Database
@@ -67,6 +68,8 @@ class EdgeServices:
     pdf: PdfExtractor = field(default_factory=lambda: PdfExtractor(PdfLimits()))
     peers: PeerTools | None = None  # the llm agents' A2A tools (app.peers)
     negotiation: NegotiationService | None = None  # negotiating llm agents (app.negotiation)
+    # The slots for bodies past the default limit, shared by the bindings (issue 55).
+    large_bodies: LargeBodies = field(default_factory=lambda: LargeBodies(SlotLimits()))
 
     async def aclose(self) -> None:
         self.tracing.shutdown()  # the spans still queued leave before the process does
@@ -162,6 +165,7 @@ def build_services(
         pdf=PdfExtractor(PdfLimits.from_settings(settings)),
         peers=peers,
         negotiation=negotiation,
+        large_bodies=LargeBodies(SlotLimits.from_settings(settings)),
     )
 
 

@@ -83,6 +83,13 @@ class Settings(BaseSettings):
     pdf_memory_bytes: int = Field(
         default=256 * 1024 * 1024, ge=64 * 1024 * 1024, le=16 * 1024 * 1024 * 1024
     )
+    # Requests whose body may pass max_body_bytes (attachments) are read and handled at most
+    # this many at once per process, at most max_large_bodies_per_tenant for one tenant; one
+    # that waits longer than large_body_wait_seconds for its turn is refused with 429
+    # (app/attachments/admission.py): the edge's memory stays bounded whatever is sent.
+    max_large_bodies: int = Field(default=4, ge=1, le=256)
+    max_large_bodies_per_tenant: int = Field(default=2, ge=1, le=256)
+    large_body_wait_seconds: float = Field(default=10.0, ge=0, le=300)
     max_token_bytes: int = Field(default=8192, ge=512, le=65536)
     clock_skew_seconds: int = Field(default=30, ge=0, le=600)
     max_token_lifetime_seconds: int = Field(default=300, ge=1, le=86400)

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 from starlette.types import Receive, Scope, Send
 
 from app import text
+from app.attachments.admission import LargeBodies, admitted
 from app.db.documents import RawJson
 from app.errors import (
     ContentTypeNotSupported,
@@ -61,6 +62,7 @@ class RestEndpoint:
         heartbeat_seconds: float = 15.0,
         observer: RpcObserver | None = None,
         body_limit: BodyLimit | None = None,
+        large_bodies: LargeBodies | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
@@ -68,6 +70,7 @@ class RestEndpoint:
         self._heartbeat = heartbeat_seconds
         self._observer = observer
         self._body_limit = body_limit
+        self._large = large_bodies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         authorization, duplicate, version, declared, content_type = read_headers(scope)
@@ -113,10 +116,12 @@ class RestEndpoint:
             limit = self._max_body
             if self._body_limit is not None and route.reads_body:
                 limit = await self._body_limit(caller, self._max_body)
-            params = await self._params(route, content_type, read_body, query, limit)
-            result = await self._calls.dispatch(
-                caller, route.tenant, route.method, params, version=version
-            )
+            # A body past the default limit is read and handled in a slot (the memory bound).
+            async with admitted(self._large, caller.tenant, limit, self._max_body):
+                params = await self._params(route, content_type, read_body, query, limit)
+                result = await self._calls.dispatch(
+                    caller, route.tenant, route.method, params, version=version
+                )
             outcome = _result(result)
             self._finished(method, "ok", started)
             return outcome

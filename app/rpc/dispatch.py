@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.attachments.admission import LargeBodies, admitted
 from app.errors import (
     ContentTypeNotSupported,
     HttpRefusal,
@@ -129,12 +130,14 @@ class RpcDispatcher:
         max_body_bytes: int,
         observer: RpcObserver | None = None,
         body_limit: BodyLimit | None = None,
+        large_bodies: LargeBodies | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
         self._max_body = max_body_bytes
         self._observer = observer
         self._body_limit = body_limit
+        self._large = large_bodies
 
     async def handle(
         self,
@@ -162,10 +165,12 @@ class RpcDispatcher:
             limit = self._max_body
             if self._body_limit is not None:
                 limit = await self._body_limit(caller, self._max_body)
-            body = await read_body(limit)
-            request = parse_request(body)
-            method = request.method if self._calls.knows(request.method) else "unknown"
-            result = await self._call(caller, request, version)
+            # A body past the default limit is read and handled in a slot (the memory bound).
+            async with admitted(self._large, caller.tenant, limit, self._max_body):
+                body = await read_body(limit)
+                request = parse_request(body)
+                method = request.method if self._calls.knows(request.method) else "unknown"
+                result = await self._call(caller, request, version)
             if isinstance(result, StreamResult):
                 outcome = RpcOutcome(
                     200,
