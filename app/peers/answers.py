@@ -162,10 +162,24 @@ def render(answer: Mapping[str, Any], *, max_bytes: int, frame: str | None = Non
     frame = frame or FRAME.format(name=str(doc.get("agent"))[:64])
     if isinstance(text, str):
         doc["text"] = ""
+        _fit_references(doc, max_bytes - len(frame.encode()))
         room = max_bytes - len(frame.encode()) - len(_dumps(doc).encode()) - 8
         doc["text"], cut = bounded(text, max(0, min(MAX_TEXT_BYTES, room)))
         doc["truncated"] = bool(doc.get("truncated")) or cut
     return f"{frame}\n{_dumps(doc)}"
+
+
+def _fit_references(doc: JsonDict, max_bytes: int) -> None:
+    """Drop artifact references from the end while the answer alone passes ``max_bytes``
+    (counted in ``moreArtifacts``): the state and the text come first."""
+    refs = list(doc.get("artifacts") or ())
+    dropped = 0
+    while refs and len(_dumps(doc).encode()) > max_bytes // 2:
+        refs.pop()
+        dropped += 1
+        doc["artifacts"] = refs
+    if dropped:
+        doc["moreArtifacts"] = int(doc.get("moreArtifacts") or 0) + dropped
 
 
 def _dumps(doc: Mapping[str, Any]) -> str:

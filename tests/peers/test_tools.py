@@ -492,3 +492,22 @@ async def test_a_subscription_refused_outright_falls_back_to_reading(database: D
     got = await call(_tools(database, peer), config(), "a2a_send", ctx(), agent="helper", text="x")
     assert got["state"] == "TASK_STATE_COMPLETED" and got["text"] == "polled"
     assert peer.calls.count("SubscribeToTask") == 1 and peer.calls.count("GetTask") >= 3
+
+
+async def test_references_give_way_to_the_text_under_a_small_cap(database: Database) -> None:
+    peer = FakePeer()
+    parts = [{"text": "the answer"}] + [
+        {"url": f"{ORIGIN}/files/{i}-{'x' * 300}.pdf", "mediaType": "application/pdf"}
+        for i in range(16)
+    ]
+    artifact = {"artifactId": "a1", "name": "files", "parts": parts}
+    peer.methods["GetTask"] = lambda p: {
+        **task(p["id"], "TASK_STATE_COMPLETED"),
+        "artifacts": [artifact],
+    }
+    small = config(max_tool_output_bytes=2048)
+    get = tool(_tools(database, peer), small, "a2a_get_task")
+    text = await get.call(ctx(), get.validate({"agent": "helper", "task_id": "p-1"}))
+    got = json.loads(text.partition("\n")[2])
+    assert len(text.encode()) <= 2048 and got["text"] == "the answer"
+    assert got["moreArtifacts"] == 16 - len(got["artifacts"]) and got["state"]
