@@ -25,6 +25,7 @@ from app.negotiation.service import NegotiationService
 from app.ops.health import Readiness
 from app.ops.metrics import Metrics
 from app.peers.client import PeerClients
+from app.peers.metrics import PeerMetrics
 from app.peers.tools import PeerTools
 from app.rpc.calls import CallDispatcher
 from app.security.jwks import JwksFetcher
@@ -141,6 +142,7 @@ def build_services(
         ),
         open_storage(database).peer_sends,
         party_name=_party_name(tenants),
+        metrics=PeerMetrics(metrics.registry),
     )
     negotiation = _negotiation(settings, database, key, jwks, client, llm, tenants)
     llm = replace(

@@ -31,6 +31,7 @@ from app.peers.answers import (
 )
 from app.peers.client import PeerClients, PeerSession
 from app.peers.directory import Peer, resolve
+from app.peers.metrics import PeerMetrics
 from app.peers.sends import DurableSends, Outgoing, Speaker
 
 log = logging.getLogger("looping.peers")
@@ -48,11 +49,17 @@ PartyName = Callable[[str], Awaitable[str]]
 
 class PeerTools:
     def __init__(
-        self, clients: PeerClients, sends: PeerSendStore, *, party_name: PartyName
+        self,
+        clients: PeerClients,
+        sends: PeerSendStore,
+        *,
+        party_name: PartyName,
+        metrics: PeerMetrics | None = None,
     ) -> None:
         self.clients = clients
         self.sends = DurableSends(clients, sends)
         self.party_name = party_name
+        self.metrics = metrics or PeerMetrics()
 
     async def aclose(self) -> None:
         await self.clients.aclose()
@@ -208,9 +215,11 @@ def _agents_page(cards: Sequence[JsonDict], next_page: int | None, cap: int) -> 
     return render({**doc, "agents": compact, "compact": True}, max_bytes=cap, frame=CARDS_FRAME)
 
 
-def _logged(tool: str, answer: JsonDict) -> JsonDict:
-    """One log line per call: the agent, the tool and its outcome (a state or an error code)."""
-    outcome = answer.get("state") if answer.get("ok") else answer.get("error")
+def _logged(peers: PeerTools, tool: str, answer: JsonDict) -> JsonDict:
+    """One log line and one count per call: the agent (log only), the tool and its outcome (a
+    state or an error code)."""
+    outcome = str(answer.get("state") if answer.get("ok") else answer.get("error"))
+    peers.metrics.record(tool, outcome)
     log.info(
         "peers.call",
         extra={"peer": answer.get("agent"), "tool": tool, "outcome": outcome},
@@ -245,19 +254,19 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         ``state``: check it (a finished call is not a finished task). A send is never
         repeated: DELIVERY_UNCERTAIN means it may or may not have arrived."""
         out = Outgoing(text, task_id, context_id, peers.wait_seconds(config, wait))
-        answer = _logged("a2a_send", await peers.send(config, ctx, agent, out))
+        answer = _logged(peers, "a2a_send", await peers.send(config, ctx, agent, out))
         return render(answer, max_bytes=cap)
 
     async def a2a_get_task(ctx: ToolContext, agent: str, task_id: str, wait: bool = False) -> str:
         """Read a task of the A2A agent ``agent`` (its state, text and artifact references);
         with ``wait``, wait a bounded time for it to finish. Never submits work."""
-        answer = _logged("a2a_get_task", await peers.read(config, ctx, agent, task_id, wait))
+        answer = _logged(peers, "a2a_get_task", await peers.read(config, ctx, agent, task_id, wait))
         return render(answer, max_bytes=cap)
 
     async def a2a_cancel_task(ctx: ToolContext, agent: str, task_id: str) -> str:
         """Ask the A2A agent ``agent`` to cancel its task ``task_id``; it may refuse (a
         finished task cannot be canceled: the result says its state)."""
-        answer = _logged("a2a_cancel_task", await peers.cancel(config, ctx, agent, task_id))
+        answer = _logged(peers, "a2a_cancel_task", await peers.cancel(config, ctx, agent, task_id))
         return render(answer, max_bytes=cap)
 
     return (

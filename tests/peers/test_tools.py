@@ -55,6 +55,8 @@ async def test_a_send_waits_for_the_task_and_answers_framed(database: Database) 
     assert got["taskId"] == "p-1" and got["truncated"] is False
     assert peer.sent == [got["messageId"]]
     assert peer.headers[0]["authorization"] == "Bearer t0k3n"  # bearer_env, from the environ
+    labels = {"tool": "a2a_send", "outcome": "TASK_STATE_COMPLETED"}
+    assert tools.metrics.registry.get_sample_value("edge_peer_calls_total", labels) == 1
     found = await open_storage(database).peer_sends.find("acme", "t-1:call-1")
     assert found is not None and found.status == "acked" and found.peer_task_id == "p-1"
 
@@ -98,6 +100,10 @@ async def test_a_slow_send_is_uncertain_and_never_sent_again(database: Database)
     again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
     assert again["error"] == "DELIVERY_UNCERTAIN" and again["resumed"] is True
     assert len(peer.sent) == 1
+    counted = tools.metrics.registry.get_sample_value(
+        "edge_peer_calls_total", {"tool": "a2a_send", "outcome": "DELIVERY_UNCERTAIN"}
+    )
+    assert counted == 2
 
 
 async def test_a_slow_card_times_out_before_anything_is_sent(database: Database) -> None:
