@@ -171,16 +171,7 @@ class RpcDispatcher:
                 request = parse_request(body)
                 method = request.method if self._calls.knows(request.method) else "unknown"
                 result = await self._call(caller, request, version)
-            if isinstance(result, StreamResult):
-                outcome = RpcOutcome(
-                    200,
-                    b"",
-                    media_type="text/event-stream",
-                    headers={"Cache-Control": "no-store"},
-                    stream=EncodedStream(request.id, result),
-                )
-            else:
-                outcome = RpcOutcome(200, success_body(request.id, result))
+            outcome = _success(request.id, result)
             self._finished(method, "ok", started)
             return outcome
         except HttpRefusal as refusal:
@@ -224,6 +215,19 @@ class _CallFailed(Exception):
         super().__init__(error.message)
         self.request_id = request_id
         self.error = error
+
+
+def _success(request_id: RequestId, result: Any) -> RpcOutcome:
+    """A call's result: one response body, or a stream of them (``EncodedStream``)."""
+    if isinstance(result, StreamResult):
+        return RpcOutcome(
+            200,
+            b"",
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store"},
+            stream=EncodedStream(request_id, result),
+        )
+    return RpcOutcome(200, success_body(request_id, result))
 
 
 def _refusal(refusal: HttpRefusal) -> RpcOutcome:
