@@ -68,11 +68,14 @@ async def two_edge_processes(
     *,
     kit: GatewayKit | None = None,
     env_a: Mapping[str, str] | None = None,
+    public_url_b: str | None = None,
     **knobs: object,
 ) -> AsyncIterator[TwoEdges]:
     """``kit``: a gateway whose JWKS the caller already serves (a ``push_receiver(kit=...)``
     is a whole gateway: its pushes then verify too); ``env_a``: more environment for A's
-    processes (the variable a ``bearer_env`` directory entry names, say)."""
+    processes (the variable a ``bearer_env`` directory entry names, say); ``public_url_b``:
+    B's ``PUBLIC_URL`` when a proxy in front of it is what callers reach (``b.url`` stays
+    where B listens)."""
     port_a, port_b = free_port(), free_port()
     base_a, base_b = f"http://127.0.0.1:{port_a}", f"http://127.0.0.1:{port_b}"
     async with AsyncExitStack() as stack:
@@ -91,6 +94,8 @@ async def two_edge_processes(
             env["PEER_ORIGINS"] = json.dumps([peer])
             if name == "a":
                 env.update(env_a or {})
+            elif public_url_b is not None:
+                env["PUBLIC_URL"] = public_url_b
             edge = EdgeProcesses(name, f"http://127.0.0.1:{port}", env, log_dir, stack)
             argv = ["serve", "--port", str(port), "--no-worker", "--no-push"]
             edge.serve = stack.enter_context(process(f"{name}-serve", argv, env, log_dir))

@@ -125,9 +125,11 @@ async def peer_world(
     *,
     sdk: SdkPeer | None = None,
     asker: Mapping[str, Any] | None = None,
+    b_public: str | None = None,
     **knobs: object,
 ) -> AsyncIterator[PeerWorld]:
-    """``asker``: more of A's agent config (``max_tool_output_bytes``, say); ``knobs``: edge
+    """``asker``: more of A's agent config (``max_tool_output_bytes``, say); ``b_public``: B's
+    public URL when A reaches B through a proxy (``tests.peers.proxy``); ``knobs``: edge
     settings of both edges' processes (``lease_seconds=2``)."""
     kit = GatewayKit()
     env_a = {SDK_TOKEN_ENV: sdk.token} if sdk is not None else {}
@@ -136,11 +138,13 @@ async def peer_world(
         fake_b = stack.enter_context(FakeModelServer())
         rx = await stack.enter_async_context(push_receiver(kit=kit))
         edges = await stack.enter_async_context(
-            two_edge_processes(url_a, url_b, log_dir, kit=kit, env_a=env_a, **knobs)
+            two_edge_processes(
+                url_a, url_b, log_dir, kit=kit, env_a=env_a, public_url_b=b_public, **knobs
+            )
         )
         key = SigningKey.from_jwk_json(edges.a.env["A2A_SIGNING_KEY"])
         rx.expect = CallbackExpectation.for_key(key, edges.a.url + "/.well-known/jwks.json")
-        config = {**directory(edges.b.url, sdk), **(asker or {})}
+        config = {**directory(b_public or edges.b.url, sdk), **(asker or {})}
         await add_tenant_at(url_a, _asker(fake_a.base_url, config))
         helper = open_tenant(HELPER, agent="llm", agent_config=llm_config(fake_b.base_url))
         await add_tenant_at(url_b, helper)

@@ -3,8 +3,9 @@ processes, PostgreSQL). After the peer acknowledged (A's send is ``acked``): the
 takes the turn over observes the peer's task, B received the message once and A's reply uses
 the answer. Before the acknowledgement (the a2a-sdk peer holds it; A's send is still an
 ``intent``): the model gets ``DELIVERY_UNCERTAIN``, nothing is sent again, and the peer
-received the message at most once. That peer is the a2a-sdk one on purpose: it does not
-deduplicate message ids (an edge does), so a resubmission would show as a second message."""
+received the message at most once: against the a2a-sdk peer, which does not deduplicate
+message ids (an edge does), so a resubmission would show as a second message; and against edge
+B behind a proxy that holds B's answer after B accepted (``tests.peers.proxy``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from app.testing.fake_model import text, tool_call
 from app.testing.sdk_peer import SdkPeer
 from tests.e2e.processes import until
 from tests.peers.processes import ASKER, PeerWorld, peer_world, relay, tool_doc, tool_results
+from tests.peers.proxy import holding_proxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 KNOBS = {"peer_poll_seconds": 0.2, "lease_seconds": 2}
@@ -96,3 +98,31 @@ async def test_kill_9_before_the_acknowledgement(
             await asyncio.sleep(1.0)
             assert len(sdk.received) == 1  # never resubmitted
             assert await _sends(world.url_a) == ["intent"]
+
+
+async def test_kill_9_before_edge_b_answered(
+    pg_url: str, second_pg_url: str, tmp_path: Path
+) -> None:
+    """The same against edge B behind a proxy that holds B's SendMessage answer: B accepted
+    the message (and its agent answers it), A never learned the task id."""
+    async with (
+        holding_proxy() as proxy,
+        peer_world(pg_url, second_pg_url, tmp_path, b_public=proxy.base_url, **KNOBS) as world,
+    ):
+        proxy.target = world.b.url
+        world.fake_b.script(text("The fare is 120 EUR."))
+        send = {"agent": "helper", "text": QUESTION, "wait": True}
+        world.fake_a.script(tool_call("a2a_send", send, call_id="s1"), relay("Outcome: "))
+        task_id = await world.ask("Find the fare to Lyon.")
+
+        async def held() -> bool | None:
+            return True if proxy.held == 1 else None
+
+        await until(held, *world.a.workers, within=60)
+        await _kill_worker_once(world, "intent")
+        final = await world.final(task_id, within=120)
+        assert final.text == "Outcome: DELIVERY_UNCERTAIN", final.task
+        proxy.release.set()
+        [(_task, received)] = await world.helper_tasks()
+        assert [m["parts"][0]["text"] for m in received] == [QUESTION]  # once
+        assert proxy.held == 1 and await _sends(world.url_a) == ["intent"]
