@@ -27,7 +27,7 @@ A peer agent's turn (CONTRACT §10) carries its sender, from the verified token 
 turn's payload holds it for the agent and a new task records it in its metadata as
 ``looping.peer`` (issue 54, provenance); nothing in the message can claim it.
 
-A message with attachments (issue 55) is looked up by its key first: a retry is answered
+A message with a document (issue 55) is looked up by its key first: a retry is answered
 with its task before any document is read again. Then its documents are read (a failure is
 ``-32005`` and nothing is written) and the turn is stored with the attachments, the history
 and the turn's message carrying their bounded descriptions
@@ -48,7 +48,7 @@ from typing import Any
 from app.agents.hitl_wire import answer_part, pending_request_id
 from app.attachments.descriptions import described_message
 from app.attachments.reading import DocumentReader, TextDocuments, read_attachments
-from app.attachments.stored import Attachment
+from app.attachments.stored import DOCUMENT, Attachment
 from app.db.accepts import Accepted, NewTurn, QueueFull, Submission
 from app.db.documents import RawJson
 from app.db.engine import Database
@@ -131,8 +131,9 @@ class Acceptor:
         self, scope: CallerScope, request: SendRequest, spec: _TurnSpec, steerable: bool
     ) -> Accepted:
         if request.attachments:
-            # A retry is answered before its documents are read again.
-            if spec.dedupe:
+            # A retry is answered before its documents are read again (images need no
+            # reading: the store's own idempotency answers their retry).
+            if spec.dedupe and any(a.kind == DOCUMENT for a in request.attachments):
                 twin = await self._store.twin(scope, request.message_id, request.content_hash)
                 if twin is not None:
                     return twin

@@ -154,3 +154,17 @@ def test_policy_without_opt_in_keeps_raw_parts(settings: Settings) -> None:
     params = {"message": {"messageId": "r", "role": "ROLE_USER", "parts": [part]}}
     request = parse_send_message(params, tenant=tenant, targets=settings.push_targets)
     assert request.attachments == () and request.message["parts"] == [part]
+
+
+async def test_an_image_retry_gets_its_task_from_the_store(
+    database: Database, settings: Settings
+) -> None:
+    """No document to read: no lookup first; the turn key's idempotency answers the retry."""
+    acceptor = Acceptor(database, PushSecrets(b"x" * 32), documents=CountingReader())
+    part = {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png"}
+    params = {"message": {"messageId": "i-1", "role": "ROLE_USER", "parts": [part]}}
+    request = parse_send_message(params, tenant=TENANT, targets=settings.push_targets)
+    first = await acceptor.accept(SCOPE, request)
+    again = await acceptor.accept(SCOPE, request)
+    assert first.created and not again.created and again.task.id == first.task.id
+    assert await _count(database, TurnAttachmentRow) == 1
