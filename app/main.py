@@ -6,8 +6,8 @@ background loops (turn workers, push delivery) and closes every resource on shut
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -93,6 +93,43 @@ def create_app(
         body_limit=body_limit,
         large_bodies=services.large_bodies,
     )
+    router = build_router(services)
+    # Raw ASGI RPC path, it outran the FastAPI route: measured: see bench/results/asgi-path.md
+    rpc = RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds) if raw_rpc else None
+    if not raw_rpc:
+        add_rpc_route(router, settings.rpc_path, dispatcher, settings.stream_heartbeat_seconds)
+    app = EdgeApp(
+        rpc_path=settings.rpc_path,
+        **_traced(rpc, rest, settings.rpc_path),
+        **_app_options(services),
+    )
+    app.include_router(router)
+    app.state.services = services
+    return app
+
+
+def _app_options(services: EdgeServices) -> dict[str, Any]:
+    """FastAPI's own options: the card's title and version, the docs only when
+    ``EDGE_OPENAPI_DOCS`` is on, the not-found answers, and the lifespan that runs the
+    background services."""
+    settings = services.settings
+    docs = settings.openapi_docs
+    return {
+        "title": settings.card_name,
+        "version": settings.card_version,
+        "openapi_url": "/openapi.json" if docs else None,
+        "docs_url": "/docs" if docs else None,
+        "redoc_url": None,
+        "lifespan": _lifespan(services),
+        "exception_handlers": {HTTPException: _not_found, RequestValidationError: _bad_request},
+        # POST /a2a/ is a 404, never a redirect to /a2a (REFERENCE-CASES 105).
+        "redirect_slashes": False,
+    }
+
+
+def _lifespan(services: EdgeServices) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Starts the background services in order; on shutdown marks the process draining,
+    stops them in reverse and closes every resource."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -106,27 +143,7 @@ def create_app(
                 await service.stop()
             await services.aclose()
 
-    docs = settings.openapi_docs
-    options: dict[str, Any] = {
-        "title": settings.card_name,
-        "version": settings.card_version,
-        "openapi_url": "/openapi.json" if docs else None,
-        "docs_url": "/docs" if docs else None,
-        "redoc_url": None,
-        "lifespan": lifespan,
-        "exception_handlers": {HTTPException: _not_found, RequestValidationError: _bad_request},
-        # POST /a2a/ is a 404, never a redirect to /a2a (REFERENCE-CASES 105).
-        "redirect_slashes": False,
-    }
-    router = build_router(services)
-    # Raw ASGI RPC path, it outran the FastAPI route: measured: see bench/results/asgi-path.md
-    rpc = RpcEndpoint(dispatcher, settings.stream_heartbeat_seconds) if raw_rpc else None
-    if not raw_rpc:
-        add_rpc_route(router, settings.rpc_path, dispatcher, settings.stream_heartbeat_seconds)
-    app = EdgeApp(rpc_path=settings.rpc_path, **_traced(rpc, rest, settings.rpc_path), **options)
-    app.include_router(router)
-    app.state.services = services
-    return app
+    return lifespan
 
 
 def _traced(rpc: RpcEndpoint | None, rest: RestEndpoint, rpc_path: str) -> dict[str, Any]:

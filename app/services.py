@@ -106,13 +106,7 @@ def build_services(
     model keys and plugins their secrets from it (none when omitted). ``peer_transport``: under
     the llm agents' calls to their A2A peers (a test's in-process apps; default: the network)."""
     settings.validate_for_serving()
-    if settings.push_allow_private_targets:
-        # Development and tests only (issue 49): open tenants' pushes may reach loopback,
-        # private, link-local and metadata addresses, which the SSRF rules exist to refuse.
-        log.warning(
-            "EDGE_PUSH_ALLOW_PRIVATE_TARGETS is on: open tenants' push targets may be "
-            "loopback, private or metadata addresses and plain http (development only)"
-        )
+    _warn_if_private_push(settings)
     key = SigningKey.from_jwk_json(settings.signing_key_json())
     tracing = install_tracing(settings)
     metrics = Metrics()
@@ -120,36 +114,13 @@ def build_services(
     client = gateway_client or gateway_http_client(settings)
     jwks = JwksFetcher(settings, client, on_fetch=metrics.jwks_fetched)
     store = TenantStore(database)
-    try:
-        storage = open_storage(database)
-        llm = build_llm_runtime(
-            environ or {},
-            failure_text=settings.failure_text,
-            sessions=storage.sessions,
-            registry=metrics.registry,
-            subtasks=storage.subtasks,
-        )
-    except PluginError as exc:
-        raise ConfigError(f"plugins: {exc}") from None
+    llm = _llm_runtime(settings, database, metrics, environ or {})
     tenants = TenantDirectory(store, refresh_seconds=settings.tenant_refresh_seconds)
-    peers = PeerTools(
-        PeerClients(
-            settings,
-            key,
-            open_storage(database).peer_pins,
-            llm.environ,
-            peer_transport or httpx.AsyncHTTPTransport(),
-        ),
-        open_storage(database).peer_sends,
-        party_name=_party_name(tenants),
-        metrics=PeerMetrics(metrics.registry),
+    peers = _peer_tools(
+        settings, key, database, llm, tenants, metrics, peer_transport or httpx.AsyncHTTPTransport()
     )
     negotiation = _negotiation(settings, database, key, jwks, client, llm, tenants)
-    llm = replace(
-        llm,
-        extension=Extensions(negotiation, peers),
-        plugins=with_gate(llm.plugins, open_storage(database).negotiations),
-    )
+    llm = _with_extensions(llm, database, negotiation, peers)
     return EdgeServices(
         settings=settings,
         db=database,
@@ -168,6 +139,65 @@ def build_services(
         peers=peers,
         negotiation=negotiation,
         large_bodies=LargeBodies(SlotLimits.from_settings(settings)),
+    )
+
+
+def _warn_if_private_push(settings: Settings) -> None:
+    """One warning at startup while SSRF rules are relaxed for open tenants' pushes."""
+    if settings.push_allow_private_targets:
+        # Development and tests only (issue 49): open tenants' pushes may reach loopback,
+        # private, link-local and metadata addresses, which the SSRF rules exist to refuse.
+        log.warning(
+            "EDGE_PUSH_ALLOW_PRIVATE_TARGETS is on: open tenants' push targets may be "
+            "loopback, private or metadata addresses and plain http (development only)"
+        )
+
+
+def _llm_runtime(
+    settings: Settings, db: Database, metrics: Metrics, environ: Mapping[str, str]
+) -> LlmRuntime:
+    """What the llm agents' turns share; a plugin that fails to load is a ``ConfigError``."""
+    try:
+        storage = open_storage(db)
+        return build_llm_runtime(
+            environ,
+            failure_text=settings.failure_text,
+            sessions=storage.sessions,
+            registry=metrics.registry,
+            subtasks=storage.subtasks,
+        )
+    except PluginError as exc:
+        raise ConfigError(f"plugins: {exc}") from None
+
+
+def _peer_tools(
+    settings: Settings,
+    key: SigningKey,
+    db: Database,
+    llm: LlmRuntime,
+    tenants: TenantDirectory,
+    metrics: Metrics,
+    transport: httpx.AsyncBaseTransport,
+) -> PeerTools:
+    """The llm agents' A2A tools (app.peers): peers dialled over ``transport``."""
+    storage = open_storage(db)
+    return PeerTools(
+        PeerClients(settings, key, storage.peer_pins, llm.environ, transport),
+        storage.peer_sends,
+        party_name=_party_name(tenants),
+        metrics=PeerMetrics(metrics.registry),
+    )
+
+
+def _with_extensions(
+    llm: LlmRuntime, db: Database, negotiation: NegotiationService, peers: PeerTools
+) -> LlmRuntime:
+    """``llm`` with negotiation and the A2A tools as its extensions, and its plugins behind
+    the irreversible-action gate (app.negotiation.irreversible)."""
+    return replace(
+        llm,
+        extension=Extensions(negotiation, peers),
+        plugins=with_gate(llm.plugins, open_storage(db).negotiations),
     )
 
 
