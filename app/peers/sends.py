@@ -19,6 +19,7 @@ from app.errors import PeerCallFailed
 from app.peers.answers import JsonDict, failure_answer, message_answer, task_answer
 from app.peers.client import SETTLED, PeerClients, PeerSession
 from app.peers.directory import Peer
+from app.peers.ids import is_safe_id
 
 UNCERTAIN = (
     "the message was sent but its acknowledgement is unknown: the agent may or may not have "
@@ -90,10 +91,21 @@ class DurableSends:
                 ctx.tenant, ctx.idempotency_key, peer_task_id=None, answer=answer
             )
             return answer
+        if not is_safe_id(ack.id):  # taken, but its id could steer our next request's path
+            unsafe = PeerCallFailed(
+                "SendMessage: the agent took the message but named its task with an id that "
+                "is not followed",
+                reason="bad_response",
+            )
+            kept = failure_answer(peer.name, unsafe, messageId=message_id)
+            await self._store.acknowledge(
+                ctx.tenant, ctx.idempotency_key, peer_task_id=None, answer=kept
+            )
+            return kept
         await self._store.acknowledge(
             ctx.tenant, ctx.idempotency_key, peer_task_id=ack.id, answer=None
         )
-        return await _observed(peer, session, ack, out.wait_seconds, messageId=message_id)
+        return await _observed(peer, session, ack.id, ack, out.wait_seconds, messageId=message_id)
 
     async def _resume(self, peer: Peer, found: PeerSend, out: Outgoing, us: Speaker) -> JsonDict:
         """The call ran before: what it did, without sending again."""
@@ -116,20 +128,21 @@ class DurableSends:
                 peer, our_tenant=us.tenant, our_name=us.name
             ) as session:
                 task = await session.get_task(task_id)
-                return await _observed(peer, session, task, out.wait_seconds, **extra)
+                return await _observed(peer, session, task_id, task, out.wait_seconds, **extra)
         except PeerCallFailed as failure:
             return failure_answer(peer.name, failure, taskId=task_id, **extra)
 
 
 async def _observed(
-    peer: Peer, session: PeerSession, task: Task, wait_seconds: float, **extra: Any
+    peer: Peer, session: PeerSession, task_id: str, task: Task, wait_seconds: float, **extra: Any
 ) -> JsonDict:
-    """The task's answer, after waiting for it to settle when asked to."""
+    """The task ``task_id`` (as last read: ``task``), after waiting for it to settle when
+    asked to. ``task_id`` is the id we hold, never one the peer's later answers name."""
     if wait_seconds > 0 and task.status.state not in SETTLED:
         try:
-            task = await session.wait(task.id, wait_seconds)
+            task = await session.wait(task_id, wait_seconds)
         except PeerCallFailed as failure:
-            return failure_answer(peer.name, failure, taskId=task.id, **extra)
+            return failure_answer(peer.name, failure, taskId=task_id, **extra)
     return task_answer(peer, task, **extra)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -31,13 +30,11 @@ from app.peers.answers import (
 )
 from app.peers.client import PeerClients, PeerSession
 from app.peers.directory import Peer, resolve
+from app.peers.ids import check_ids
 from app.peers.metrics import PeerMetrics
 from app.peers.sends import DurableSends, Outgoing, Speaker
 
 log = logging.getLogger("looping.peers")
-# A peer's task or context id as a tool argument: it lands in a URL path on HTTP+JSON, so
-# nothing that could leave the path segment (``/``, ``?``, ``#``, ``%``, spaces).
-_ID = re.compile(r"[A-Za-z0-9._:~@+=-]{1,256}")
 
 PAGE_SIZE = 5
 MAX_SKILLS = 8
@@ -112,7 +109,7 @@ class PeerTools:
     ) -> JsonDict:
         us = await self.speaker(ctx)
         try:
-            _check_ids(task_id)
+            check_ids(task_id)
             peer = resolve(config, name)
             async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
                 seconds = self.wait_seconds(config, wait)
@@ -126,7 +123,7 @@ class PeerTools:
     ) -> JsonDict:
         us = await self.speaker(ctx)
         try:
-            _check_ids(task_id)
+            check_ids(task_id)
             peer = resolve(config, name)
             async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
                 try:
@@ -138,21 +135,11 @@ class PeerTools:
 
     async def send(self, config: LlmConfig, ctx: ToolContext, name: str, out: Outgoing) -> JsonDict:
         try:
-            _check_ids(out.task_id, out.context_id)
+            check_ids(out.task_id, out.context_id)
             peer = resolve(config, name)
             return await self.sends.send(peer, ctx, out, await self.speaker(ctx))
         except PeerCallFailed as failure:
             return failure_answer(name, failure)
-
-
-def _check_ids(*ids: str | None) -> None:
-    for value in ids:
-        if value is not None and not _ID.fullmatch(value):
-            raise PeerCallFailed(
-                "a task or context id is letters, digits and . _ : ~ @ + = - only",
-                reason="bad_id",
-                delivered=False,
-            )
 
 
 async def _refused_cancel(

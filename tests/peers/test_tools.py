@@ -454,7 +454,7 @@ def _update(state: str) -> dict[str, Any]:
     return {"statusUpdate": {"taskId": "p-1", "contextId": "ctx-1", "status": status}}
 
 
-@pytest.mark.parametrize("bad", ["../../admin", "a/b", "x?y=1", "a b", "%2e%2e", ""])
+@pytest.mark.parametrize("bad", ["../../admin", "a/b", "x?y=1", "a b", "%2e%2e", "", ".", ".."])
 async def test_an_id_that_could_leave_its_path_segment_is_refused(
     database: Database, bad: str
 ) -> None:
@@ -517,3 +517,22 @@ async def test_references_give_way_to_the_text_under_a_small_cap(database: Datab
     got = json.loads(text.partition("\n")[2])
     assert len(text.encode()) <= 2048 and got["text"] == "the answer"
     assert got["moreArtifacts"] == 16 - len(got["artifacts"]) and got["state"]
+
+
+@pytest.mark.parametrize("ack_id", ["..", "../admin", "a/b"])
+async def test_a_task_id_the_peer_acknowledges_with_is_not_followed_when_unsafe(
+    database: Database, ack_id: str
+) -> None:
+    """The peer took the message (acknowledged: never sent again), but its task id could move
+    our next request off the task's path: it is neither read nor shown as a task id."""
+    peer = FakePeer()
+    peer.methods["SendMessage"] = lambda p: {"task": task(ack_id, "TASK_STATE_SUBMITTED")}
+    peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "x")
+    tools = _tools(database, peer)
+    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert got["error"] == "BAD_RESPONSE" and "taskId" not in got
+    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert again["error"] == "BAD_RESPONSE" and again["resumed"] is True
+    assert len(peer.sent) == 1 and "GetTask" not in peer.calls
+    found = await open_storage(database).peer_sends.find("acme", "t-1:call-1")
+    assert found is not None and found.status == "acked" and found.peer_task_id is None
