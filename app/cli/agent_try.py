@@ -33,6 +33,7 @@ from app.cli.common import (
     printable,
     settings_or_exit,
 )
+from app.db.tenants import TenantRecord
 from app.tenants.registry import TenantStore
 
 PREVIEW_CHARS = 200
@@ -76,6 +77,27 @@ async def _progress(step_key: str, text: str) -> None:
     print(f"  progress {step_key}: {_line(text)}")
 
 
+def _try_context(tenant: TenantRecord, args: argparse.Namespace) -> TurnContext:
+    """The first turn of a new task whose one message is ``args.text``, as ``args.identity``."""
+    message = {"messageId": "try-1", "role": "ROLE_USER", "parts": [{"text": args.text}]}
+    return TurnContext(
+        tenant=tenant.id,
+        identity_key=args.identity,
+        identity={"key": args.identity},
+        task_id=f"try-{int(time.time())}",
+        context_id="try",
+        kind="start",
+        message=message,
+        history=[message],
+        resume_answer=None,
+        attempt=1,
+        cancelled=asyncio.Event(),
+        progress_fn=_progress,
+        clock=time.time,
+        agent_config=dict(tenant.agent_config),
+    )
+
+
 def run_try(args: argparse.Namespace) -> int:
     from app.ops.logging import configure_logging
 
@@ -100,23 +122,7 @@ def run_try(args: argparse.Namespace) -> int:
         runtime = runtime.with_subscribers(_print_event)
         try:
             agent = default_registry(runtime).build(tenant.agent_kind, tenant.agent_config)
-            message = {"messageId": "try-1", "role": "ROLE_USER", "parts": [{"text": args.text}]}
-            ctx = TurnContext(
-                tenant=tenant.id,
-                identity_key=args.identity,
-                identity={"key": args.identity},
-                task_id=f"try-{int(time.time())}",
-                context_id="try",
-                kind="start",
-                message=message,
-                history=[message],
-                resume_answer=None,
-                attempt=1,
-                cancelled=asyncio.Event(),
-                progress_fn=_progress,
-                clock=time.time,
-                agent_config=dict(tenant.agent_config),
-            )
+            ctx = _try_context(tenant, args)
             print(f"tenant '{tenant.id}' (agent {tenant.agent_kind}): one turn")
             result: Any = await asyncio.wait_for(
                 agent.run(ctx), timeout=settings.turn_timeout_seconds

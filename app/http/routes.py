@@ -8,6 +8,7 @@ a bare ASGI callable served ahead of the router (``RpcEndpoint``) or a FastAPI r
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Header
@@ -140,7 +141,6 @@ def build_router(services: EdgeServices) -> APIRouter:
     """
     settings = services.settings
     jwks_body = json.dumps(services.key.jwks(), separators=(",", ":")).encode()
-    card_cache_control = f"public, max-age={settings.card_max_age_seconds}"
 
     async def jwks() -> Response:
         return Response(
@@ -149,15 +149,7 @@ def build_router(services: EdgeServices) -> APIRouter:
             headers={"Cache-Control": "public, max-age=3600"},
         )
 
-    async def agent_card(if_none_match: Annotated[str, Header()] = "") -> Response:
-        doc = services.cards.stub_card(await services.tenants.enabled_ids())
-        headers = {"Cache-Control": card_cache_control, "ETag": doc.etag}
-        # RFC 9110 §13.1.2: a list of entity tags, or "*", compared weakly (a W/ prefix on
-        # the client's copy of our strong tag still matches).
-        tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
-        if doc.etag in tags or "*" in tags:
-            return Response(status_code=304, headers=headers)
-        return Response(doc.body, media_type="application/json", headers=headers)
+    agent_card = _agent_card(services)
 
     async def livez() -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -187,6 +179,24 @@ def build_router(services: EdgeServices) -> APIRouter:
             path, endpoint, methods=["HEAD"], response_class=Response, include_in_schema=False
         )
     return router
+
+
+def _agent_card(services: EdgeServices) -> Callable[..., Awaitable[Response]]:
+    """``GET /.well-known/agent-card.json``: the stub card of the enabled tenants, ``304``
+    when the client's copy is current."""
+    card_cache_control = f"public, max-age={services.settings.card_max_age_seconds}"
+
+    async def agent_card(if_none_match: Annotated[str, Header()] = "") -> Response:
+        doc = services.cards.stub_card(await services.tenants.enabled_ids())
+        headers = {"Cache-Control": card_cache_control, "ETag": doc.etag}
+        # RFC 9110 §13.1.2: a list of entity tags, or "*", compared weakly (a W/ prefix on
+        # the client's copy of our strong tag still matches).
+        tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+        if doc.etag in tags or "*" in tags:
+            return Response(status_code=304, headers=headers)
+        return Response(doc.body, media_type="application/json", headers=headers)
+
+    return agent_card
 
 
 def add_rpc_route(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from app.push.deliverer import LEASE_MARGIN_SECONDS, DelivererConfig, PushDeliverer
@@ -61,26 +62,7 @@ def create_deliverer(
     directory = tenants or TenantDirectory(
         TenantStore(db), refresh_seconds=settings.tenant_refresh_seconds
     )
-
-    async def open_tenant(tenant_id: str) -> bool:
-        # Asked per attempt: a tenant switched back to gateway (or disabled) stops reaching
-        # anything outside GATEWAY_ORIGINS within EDGE_TENANT_REFRESH_SECONDS.
-        record = await directory.get(tenant_id)
-        return record is not None and record.is_open
-
-    sender = PushSender(
-        key=key,
-        jku=jku,
-        allowlist=settings.allowlist,
-        # The same secrets the push-config methods sealed the token with (app.tasks).
-        secrets=PushSecrets.from_settings(settings, key),
-        client=http,
-        timeout=timeout,
-        targets=settings.push_targets,
-        open_tenant=open_tenant,
-        pinned_client=pinned,
-        resolver=resolver,
-    )
+    sender = _sender(settings, key, jku, http, pinned, _is_open(directory), resolver)
     return PushDeliverer(
         db=db,
         store=OutboxStore(db, owner=owner, lease_seconds=2 * timeout + LEASE_MARGIN_SECONDS),
@@ -96,3 +78,40 @@ def create_deliverer(
         client=http,
         pinned_client=pinned,
     )
+
+
+def _sender(
+    settings: Settings,
+    key: SigningKey,
+    jku: str,
+    http: httpx.AsyncClient,
+    pinned: httpx.AsyncClient,
+    open_tenant: Callable[[str], Awaitable[bool]],
+    resolver: Resolver,
+) -> PushSender:
+    """The signing sender (CONTRACT §7) with the deployment's push-target rules."""
+    return PushSender(
+        key=key,
+        jku=jku,
+        allowlist=settings.allowlist,
+        # The same secrets the push-config methods sealed the token with (app.tasks).
+        secrets=PushSecrets.from_settings(settings, key),
+        client=http,
+        timeout=settings.push_timeout_seconds,
+        targets=settings.push_targets,
+        open_tenant=open_tenant,
+        pinned_client=pinned,
+        resolver=resolver,
+    )
+
+
+def _is_open(directory: TenantDirectory) -> Callable[[str], Awaitable[bool]]:
+    """Whether a tenant is open, asked per attempt: a tenant switched back to gateway (or
+    disabled) stops reaching anything outside GATEWAY_ORIGINS within
+    EDGE_TENANT_REFRESH_SECONDS."""
+
+    async def open_tenant(tenant_id: str) -> bool:
+        record = await directory.get(tenant_id)
+        return record is not None and record.is_open
+
+    return open_tenant
