@@ -68,6 +68,20 @@ def _normalise_host(raw: str | None) -> str:
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
 
 
+def _plain_text(value: object) -> str:
+    """``value`` if it is a non-empty, bounded ASCII string with nothing a URL parser could
+    read two ways (whitespace, control characters, backslashes), else ``OriginError``."""
+    if not isinstance(value, str) or not value:
+        raise OriginError("URL must be a non-empty string")
+    if len(value) > 2048:
+        raise OriginError("URL is too long")
+    if _FORBIDDEN_CHARS.search(value):
+        raise OriginError("URL contains whitespace, control characters or backslashes")
+    if not value.isascii():
+        raise OriginError("URL must be ASCII")
+    return value
+
+
 def parse_url(
     value: object,
     *,
@@ -82,14 +96,7 @@ def parse_url(
     ``allow_any_http`` (``EDGE_PUSH_ALLOW_PRIVATE_TARGETS``, whose addresses are checked at
     delivery, ``app.push_targets``).
     """
-    if not isinstance(value, str) or not value:
-        raise OriginError("URL must be a non-empty string")
-    if len(value) > 2048:
-        raise OriginError("URL is too long")
-    if _FORBIDDEN_CHARS.search(value):
-        raise OriginError("URL contains whitespace, control characters or backslashes")
-    if not value.isascii():
-        raise OriginError("URL must be ASCII")
+    value = _plain_text(value)
     try:
         parts = urlsplit(value)
         port = parts.port

@@ -15,7 +15,15 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self._add_call_metrics(self.registry)
+        self._add_work_metrics(self.registry)
+        # labels() takes a lock and builds a key on every call; the hot path reuses the child
+        # objects instead (label values come from bounded sets: method names, error reasons).
+        self._rpc_counts: dict[tuple[str, str], Any] = {}
+        self._rpc_timers: dict[str, Any] = {}
+
+    def _add_call_metrics(self, r: CollectorRegistry) -> None:
+        """The calls' side: RPC outcomes and latency, token checks, gateway JWKS fetches."""
         self.rpc_requests = Counter(
             "edge_rpc_requests_total",
             "JSON-RPC calls by method and outcome",
@@ -45,6 +53,9 @@ class Metrics:
         self.jwks_fetches = Counter(
             "edge_jwks_fetches_total", "Gateway JWKS fetches by result", ["result"], registry=r
         )
+
+    def _add_work_metrics(self, r: CollectorRegistry) -> None:
+        """The work behind the calls: turns, push delivery, open streams."""
         self.turns = Counter(
             "edge_turns_total", "Turns finished, by result", ["result"], registry=r
         )
@@ -62,10 +73,6 @@ class Metrics:
             "Open streams, SSE and gRPC (SendStreamingMessage, SubscribeToTask)",
             registry=r,
         )
-        # labels() takes a lock and builds a key on every call; the hot path reuses the child
-        # objects instead (label values come from bounded sets: method names, error reasons).
-        self._rpc_counts: dict[tuple[str, str], Any] = {}
-        self._rpc_timers: dict[str, Any] = {}
 
     # RpcObserver role (app.rpc.dispatch)
     def rpc_finished(self, method: str, outcome: str, seconds: float) -> None:
