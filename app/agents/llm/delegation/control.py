@@ -1,10 +1,12 @@
 """The round's control tools and the reading of the model's answer to a round.
 
-Each round the model must call exactly one control tool: ``final_reply(text)`` or
+Each round the model must call exactly one control tool: ``final_reply(text)``,
 ``delegate(reply, subtasks)`` with 1..``max_subtasks`` subtasks ``{type, prompt, params}``
-(``type``: a recipe key). The final round offers only ``final_reply``. Anything else (prose,
-another tool, two calls, arguments that do not fit) is a failed attempt; ``read`` says what
-was wrong in fixed wording, which a repair attempt sends back to the model.
+(``type``: a recipe key), or ``ask_user(question, options?)`` (the task waits for its human;
+the plain loop's tool, offered to the coordinator only, never to a subagent). The final round
+offers only ``final_reply``. Anything else (prose, another tool, two calls, arguments that do
+not fit) is a failed attempt; ``read`` says what was wrong in fixed wording, which a repair
+attempt sends back to the model.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from typing import Any
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
+from app.agents.llm import hitl
 from app.agents.llm.batch import arguments
 from app.agents.llm.delegation.config import DelegationConfig
 from app.db.subtasks import NewSubtask
 
 FINAL_REPLY = "final_reply"
 DELEGATE = "delegate"
+ASK_USER = hitl.ASK_USER
 MAX_PARAMS = 32
+MAX_OPTIONS = 16
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,14 @@ class Delegate:
     call: ToolCallPart
 
 
-Decision = FinalReply | Delegate
+@dataclass(frozen=True)
+class Ask:
+    question: str
+    options: tuple[str, ...] | None
+    call: ToolCallPart
+
+
+Decision = FinalReply | Delegate | Ask
 
 
 def definitions(config: DelegationConfig, *, final: bool) -> list[ToolDefinition]:
@@ -80,12 +92,17 @@ def definitions(config: DelegationConfig, *, final: bool) -> list[ToolDefinition
             "additionalProperties": False,
         },
     )
-    return [reply, delegate]
+    ask = ToolDefinition(
+        name=ASK_USER,
+        description=hitl.ASK_USER_TOOL.description,
+        parameters_json_schema=hitl.ASK_USER_TOOL.schema,
+    )
+    return [reply, delegate, ask]
 
 
 def read(response: ModelResponse, config: DelegationConfig, *, final: bool) -> Decision | str:
     """The round's decision, or what was wrong with the answer (for a repair attempt)."""
-    allowed = [FINAL_REPLY] if final else [FINAL_REPLY, DELEGATE]
+    allowed = [FINAL_REPLY] if final else [FINAL_REPLY, DELEGATE, ASK_USER]
     calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
     if not calls:
         return f"error: answer by calling one tool ({' or '.join(allowed)}), not in prose"
@@ -103,7 +120,28 @@ def read(response: ModelResponse, config: DelegationConfig, *, final: bool) -> D
         if not isinstance(text, str) or not text.strip():
             return "error: final_reply needs a non-empty 'text'"
         return FinalReply(text)
+    if call.tool_name == ASK_USER:
+        return _ask(call, args)
     return _delegate(call, args, config)
+
+
+def _ask(call: ToolCallPart, args: dict[str, Any]) -> Decision | str:
+    question = args.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "error: ask_user needs a non-empty 'question'"
+    extra = set(args) - {"question", "options"}
+    if extra:
+        return f"error: ask_user has no field '{sorted(extra)[0][:64]}'"
+    options = args.get("options")
+    if options is None:
+        return Ask(question, None, call)
+    if (
+        not isinstance(options, list)
+        or len(options) > MAX_OPTIONS
+        or not all(isinstance(o, str) and o.strip() for o in options)
+    ):
+        return f"error: ask_user 'options' must be at most {MAX_OPTIONS} non-empty strings"
+    return Ask(question, tuple(options), call)
 
 
 def _delegate(call: ToolCallPart, args: dict[str, Any], config: DelegationConfig) -> Decision | str:

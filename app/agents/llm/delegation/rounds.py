@@ -1,28 +1,31 @@
 """The delegating turn: rounds until the agent replies or its budget is spent.
 
-Each round the model calls ``final_reply`` (the task completes with its text) or ``delegate``
+Each round the model calls ``final_reply`` (the task completes with its text), ``delegate``
 (its ``reply`` is pushed as WORKING progress ``<taskId>:round-<r>:ack``, and the round's
 subtasks run concurrently, each in its own subagent; their results come back to the model as
-the ``delegate`` call's result in the next round). A failed answer is repaired on the same
-model, then given to the fallback model, then the task fails with the policy's text
-(``ladder``). When the rounds or the wall time are spent, the last round offers only
-``final_reply``.
+the ``delegate`` call's result in the next round) or ``ask_user`` (the task waits for its
+human; the answer is the call's result in the next round, ``asking``). Steering messages that
+joined the task meanwhile are taken before each round's model call (``Steering``, as in the
+plain loop); one that comes after the final reply makes the worker run the turn again
+(completion guarded on the history read), which goes on from the round that replied. A failed
+answer is repaired on the same model, then given to the fallback model, then the task fails
+with the policy's text (``ladder``). When the rounds or the wall time are spent, the last round
+offers only ``final_reply``.
 
 Durable order of a round (a turn taken over after a crash resumes where this one stopped):
 the delegate call is saved to the session (``task:<id>:round:<r>:ack``), then the subtask rows
 are written (idempotent on task and round), then the acknowledgement is pushed while every row
 is still pending, then the subtasks run, then their results are saved
 (``task:<id>:round:<r>:results``). A resumed round finds the rows and runs only the subtasks
-without an outcome; the final reply is saved once (``task:<id>:reply:final``).
+without an outcome; the final reply is saved once (``task:<id>:reply:final``; a later one,
+after steering, ``task:<id>:reply:<n>``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic_ai.messages import (
     ModelRequest,
@@ -33,28 +36,32 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from app.agents.contract import AgentFailure, AgentReply, AgentResult, TurnContext, TurnStopped
+from app.agents.contract import (
+    AgentFailure,
+    AgentQuestion,
+    AgentReply,
+    AgentResult,
+    TurnContext,
+    TurnStopped,
+)
 from app.agents.llm import compaction, history
-from app.agents.llm.batch import cut
 from app.agents.llm.config import LlmConfig
-from app.agents.llm.delegation import control
-from app.agents.llm.delegation.config import DelegationConfig, Recipe, recipe_tools
-from app.agents.llm.delegation.fingerprint import fingerprint
+from app.agents.llm.delegation import asking, control
+from app.agents.llm.delegation.config import DelegationConfig
 from app.agents.llm.delegation.ladder import Ladder
 from app.agents.llm.delegation.prompt import system_prompt
-from app.agents.llm.delegation.subagent import Subagent
+from app.agents.llm.delegation.subtasks import RoundSubtasks
 from app.agents.llm.events import EventBus, TurnEnded, TurnStarted
 from app.agents.llm.model_calls import ModelCaller, ModelUnavailable
 from app.agents.llm.plugins import maybe_await
 from app.agents.llm.runtime import LlmRuntime
-from app.agents.llm.session import SessionEntry, Transcript, entry_of, message_of
-from app.agents.llm.tools import Tool, ToolContext
+from app.agents.llm.session import SessionEntry, message_of
+from app.agents.llm.steering import Steering
+from app.agents.llm.turn_session import TurnSession
 from app.db import subtasks as st
 from app.db.subtasks import Subtask, SubtaskScope
 
 log = logging.getLogger("looping.agent")
-
-MISMATCH = "error: request fingerprint mismatch (a different request under this subtask id)"
 
 
 class DelegatingTurn:
@@ -72,15 +79,12 @@ class DelegatingTurn:
         self.events = EventBus(*subscribers, *runtime.subscribers)
         self.callers: list[ModelCaller] = []
         self.ladder = Ladder(config, self._caller)
-        self.pair = self._caller(config)  # subagents: the host's model and fallback
+        self.subtasks = RoundSubtasks(config, runtime, ctx, self._caller(config), self._push)
         sessions = ctx.sessions if ctx.sessions is not None else runtime.sessions
-        self.transcript: Transcript = sessions.transcript(ctx.tenant, ctx.identity_key)
-        self.entries: dict[str, SessionEntry] = {}
-        self.loaded: list[history.Loaded] = []
+        self.session = TurnSession(sessions.transcript(ctx.tenant, ctx.identity_key), ctx.task_id)
+        self.steering = Steering(config, ctx, self.session)
         self.begun = ctx.clock()
         self.pushes = asyncio.Lock()  # progress writes one at a time, in order
-        self.pushing: asyncio.Task[None] | None = None  # the subtasks' writes, chained
-        self.recipe_tools: dict[str, dict[str, Tool]] = {}
 
     def _caller(self, config: LlmConfig) -> ModelCaller:
         caller = ModelCaller(
@@ -98,20 +102,18 @@ class DelegatingTurn:
         if not await self._gates_pass():
             await self.events.emit(TurnEnded(self.ctx.task_id, "gated"))
             return AgentReply()
-        await self._reload()
-        resumed = any(key.startswith(self.prefix) for key in self.entries)
-        await self.events.emit(TurnStarted(self.ctx.task_id, resumed=resumed))
+        await self.session.reload()
+        await self.events.emit(TurnStarted(self.ctx.task_id, resumed=bool(self.session.own())))
         outcome = "failed"
         try:
             result = await self._rounds()
-            outcome = "completed" if isinstance(result, AgentReply) else "failed"
+            outcome = _outcome(result)
             return result
         except (TurnStopped, asyncio.CancelledError):
             outcome = "stopped"
             raise
         finally:
-            if self.pushing is not None and not self.pushing.done():
-                self.pushing.cancel()
+            self.subtasks.stop()
             for caller in self.callers:
                 await caller.aclose()
             await self.events.emit(TurnEnded(self.ctx.task_id, outcome))
@@ -119,22 +121,25 @@ class DelegatingTurn:
     # --- rounds ---------------------------------------------------------------------------
 
     async def _rounds(self) -> AgentResult:
-        final = self._entry("reply:final")
-        if final is not None:
-            saved = message_of(final)
-            text = compaction.response_text(saved) if isinstance(saved, ModelResponse) else ""
-            return AgentReply(text=text)
+        answered = self._answered()
+        if answered is not None and not await self.steering.waits():
+            return AgentReply(text=answered)
         await self._take_message()
         for round_no in range(1, self.delegation.max_rounds + 1):
             self._stop_if_cancelled()
             if self._entry(f"round:{round_no}:results") is not None:
                 continue
+            asked = self._entry(asking.ask_suffix(round_no))
+            if asked is not None:  # run again before the answer came: the same question
+                return asking.question(asked, self.ctx.task_id, round_no)
             started = await self._start_round(round_no)
             if not isinstance(started, tuple):
                 return started
             call, rows = started
-            rows = await self._execute(round_no, rows)
-            results = ToolReturnPart(control.DELEGATE, self._results(rows), call.tool_call_id)
+            rows = await self.subtasks.run(round_no, rows)
+            results = ToolReturnPart(
+                control.DELEGATE, self.subtasks.results(rows), call.tool_call_id
+            )
             await self._save(f"round:{round_no}:results", ModelRequest(parts=[results]))
         return AgentFailure(self.policy.task_failed)  # not reached: the last round only replies
 
@@ -149,8 +154,19 @@ class DelegatingTurn:
                 return AgentFailure(self.policy.task_failed)
             self._stop_if_cancelled()  # checked again before anything is saved
             if isinstance(decision, control.FinalReply):
-                await self._save("reply:final", ModelResponse(parts=[TextPart(decision.text)]))
+                await self._save(
+                    self._reply_suffix(), ModelResponse(parts=[TextPart(decision.text)])
+                )
                 return AgentReply(text=decision.text)
+            if isinstance(decision, control.Ask):
+                call_at = asking.at(self.ctx.clock())
+                await self._save(
+                    asking.ask_suffix(round_no),
+                    ModelResponse(parts=[decision.call], timestamp=call_at),
+                )
+                saved = self._entry(asking.ask_suffix(round_no))
+                assert saved is not None
+                return asking.question(saved, self.ctx.task_id, round_no)
             call, reply = decision.call, decision.reply
             await self._save(f"round:{round_no}:ack", ModelResponse(parts=[call]))
             rows = await self.store.create_round(self.scope, round_no, decision.subtasks)
@@ -170,127 +186,24 @@ class DelegatingTurn:
         return call, rows
 
     async def _decide(self, round_no: int) -> control.Decision | None:
+        await self.steering.take()
         await self._compact()
-        elapsed = self.ctx.clock() - self._started()
+        elapsed = self.ctx.clock() - self._started() - self._waited()
         final = (
             round_no >= self.delegation.max_rounds or elapsed >= self.delegation.max_wall_seconds
         )
         system = system_prompt(
             self.config, self.runtime.plugins.capabilities(), self.ctx.clock(), final=final
         )
-        messages = history.for_model(system, self.loaded)
+        messages = history.for_model(system, self.session.loaded)
         return await self.ladder.decide(messages, final=final)
 
-    # --- subtasks -------------------------------------------------------------------------
-
-    async def _execute(self, round_no: int, rows: Sequence[Subtask]) -> list[Subtask]:
-        open_rows = [row for row in rows if row.status in st.OPEN]
-        if open_rows:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for row in open_rows:
-                        group.create_task(self._branch(row))
-            except* TurnStopped:
-                raise TurnStopped from None
-        await self._pushed()
-        return await self.store.round(self.scope, round_no)
-
-    async def _branch(self, row: Subtask) -> None:
-        """One subtask to its outcome; a failure is the subtask's, never the round's."""
-        recipe = self.delegation.recipe(row.type)
-        if recipe is None:  # the tenant's recipes changed under a running task
-            await self.store.fail(self.scope, row.ordinal, f"error: no recipe '{row.type}'")
-            return
-        fp = fingerprint(self.ctx.task_id, row.ordinal, recipe, row.prompt, row.params)
-        if row.status == st.PENDING:
-            if not await self.store.start(self.scope, row.ordinal, fp):
-                return
-            self._push_soon(
-                f"subtask-{row.ordinal}:start", f"subtask {row.ordinal} ({row.type}): running"
-            )
-        elif row.fingerprint != fp:
-            log.warning(
-                "delegation.fingerprint_mismatch",
-                extra={"task_id": self.ctx.task_id, "subtask": row.ordinal},
-            )
-            await self.store.fail(self.scope, row.ordinal, MISMATCH)
-            return
-        saved = list(row.steps) if row.status == st.RUNNING else []
-
-        async def save(steps: Sequence[dict[str, Any]]) -> None:
-            await self.store.save_steps(self.scope, row.ordinal, steps)
-
-        outcome = await self._subagent(recipe, row.ordinal).run(row.prompt, row.params, saved, save)
-        if outcome.completed:
-            done = await self.store.complete(self.scope, row.ordinal, outcome.text)
-        else:
-            done = await self.store.fail(self.scope, row.ordinal, outcome.text)
-        if done:
-            status = st.COMPLETED if outcome.completed else st.FAILED
-            self._push_soon(
-                f"subtask-{row.ordinal}:end", f"subtask {row.ordinal} ({row.type}): {status}"
-            )
-
-    def _subagent(self, recipe: Recipe, ordinal: int) -> Subagent:
-        tools = self.recipe_tools.get(recipe.key)
-        if tools is None:
-            installed = self.runtime.plugins.tools
-            names = recipe_tools(recipe, set(installed))
-            tools = self.recipe_tools[recipe.key] = {n: installed[n] for n in names}
-
-        def context_for(call: ToolCallPart, tool: Tool) -> ToolContext:
-            key = f"{self.ctx.task_id}:subtask-{ordinal}:{call.tool_call_id}"
-            return self.runtime.plugins.tool_context(self.ctx, call.tool_call_id, tool, key)
-
-        return Subagent(
-            recipe=recipe,
-            limits=recipe.limits_over(self.delegation.subagent_limits),
-            tools=tools,
-            plugins=self.runtime.plugins,
-            caller=self.pair,
-            tool_timeout_seconds=self.config.tool_timeout_seconds,
-            max_tool_output_bytes=self.config.max_tool_output_bytes,
-            context_for=context_for,
-            clock=self.ctx.clock,
-        )
-
-    def _results(self, rows: Sequence[Subtask]) -> str:
-        """The round's outcomes for the model, in ordinal order, each cut to
-        ``max_tool_output_bytes``; the policy's partial note when one did not complete."""
-        items = []
-        for row in rows:
-            status, result = row.status, row.result
-            recipe = self.delegation.recipe(row.type)
-            if status == st.COMPLETED and (
-                recipe is None
-                or row.fingerprint
-                != fingerprint(self.ctx.task_id, row.ordinal, recipe, row.prompt, row.params)
-            ):
-                status, result = st.FAILED, MISMATCH
-            items.append(
-                {
-                    "subtask": row.ordinal,
-                    "type": row.type,
-                    "status": status,
-                    "result": cut(result or "", self.config.max_tool_output_bytes),
-                }
-            )
-        text = json.dumps(items, ensure_ascii=False)
-        if any(item["status"] != st.COMPLETED for item in items):
-            text = f"{text}\n\n{self.policy.partial_note}"
-        return text
-
     # --- session, progress ----------------------------------------------------------------
-
-    async def _reload(self) -> None:
-        entries = await self.transcript.entries()
-        self.entries = {e.id: e for e in entries}
-        self.loaded = history.load(entries)
 
     async def _compact(self) -> None:
         """The caller's session within ``session_max_tokens``, as the plain loop keeps it
         (``compaction``): older tasks summarised into one entry, never this task's own."""
-        entries = list(self.entries.values())
+        entries = self.session.entries
         gone = compaction.displaced(
             entries, self.prefix.rstrip(":"), self.config.session_max_tokens
         )
@@ -299,29 +212,71 @@ class DelegatingTurn:
         messages = [message_of(e) for e in gone]
         summary = None
         try:
-            response = await self.pair.request(compaction.summary_request(messages), None)
+            response = await self.subtasks.pair.request(compaction.summary_request(messages), None)
             text = compaction.response_text(response)
             if text:
                 summary = compaction.summary_entry(text, int(self.ctx.clock() * 1000))
         except ModelUnavailable:
             log.warning("agent.compaction_dropped", extra={"task_id": self.ctx.task_id})
-        await self.transcript.replace([e.id for e in gone], summary)
-        await self._reload()
+        await self.session.transcript.replace([e.id for e in gone], summary)
+        await self.session.reload()
 
     def _entry(self, suffix: str) -> SessionEntry | None:
-        return self.entries.get(self.prefix + suffix)
+        return self.session.entry(suffix)
 
     async def _save(self, suffix: str, message: ModelRequest | ModelResponse) -> None:
-        entry = entry_of(self.prefix + suffix, message)
-        await self.transcript.append(entry)
-        self.entries[entry.id] = entry
-        self.loaded.append(history.Loaded(entry.id, message))
+        await self.session.save(suffix, message)
 
     async def _take_message(self) -> None:
+        """The turn's message joins the session once: as the answer to the round that asked
+        (``round:<r>:results``), or as a user message (``task:<id>:user:<messageId>``)."""
         message_id = str(self.ctx.message.get("messageId") or f"turn-{self.ctx.attempt}")
-        if self._entry(f"user:{message_id}") is None:
-            part = UserPromptPart(self.ctx.turn.for_model())
-            await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+        if self.session.applied(message_id):
+            return
+        pending = self._pending_ask()
+        if pending is not None:
+            round_no, asked = pending
+            answer = asking.answer(asked, self.ctx, message_id)
+            await self._save(f"round:{round_no}:results", answer)
+            return
+        part = UserPromptPart(self.ctx.turn.for_model())
+        await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+
+    def _pending_ask(self) -> tuple[int, SessionEntry] | None:
+        """The round whose question has no answer yet (at most one: the rounds stop there)."""
+        for round_no in range(1, self.delegation.max_rounds + 1):
+            asked = self._entry(asking.ask_suffix(round_no))
+            if asked is not None and self._entry(f"round:{round_no}:results") is None:
+                return round_no, asked
+        return None
+
+    def _answered(self) -> str | None:
+        """The task's reply when a run before this one gave it: the last one saved, if nothing
+        followed it (a steering message taken since is followed by a later reply)."""
+        if self._entry("reply:final") is None:
+            return None
+        last = self.session.own()[-1].message
+        if isinstance(last, ModelResponse) and not history.calls_of(last):
+            return compaction.response_text(last)
+        return None
+
+    def _reply_suffix(self) -> str:
+        """``reply:final`` for the task's first reply; ``reply:<n>`` (n from 2) for a later
+        one, given after a steering message that came after the first."""
+        if self._entry("reply:final") is None:
+            return "reply:final"
+        replies = [e for e in self.session.own() if e.entry_id.startswith(self.prefix + "reply:")]
+        return f"reply:{len(replies) + 1}"
+
+    def _waited(self) -> float:
+        """Seconds spent waiting for the human's answers (not the rounds' working time)."""
+        total = 0.0
+        for round_no in range(1, self.delegation.max_rounds + 1):
+            asked = self._entry(asking.ask_suffix(round_no))
+            answered = self._entry(f"round:{round_no}:results")
+            if asked is not None and answered is not None:
+                total += asking.waited(message_of(asked), message_of(answered))
+        return total
 
     def _started(self) -> float:
         """When the task's rounds began: the first round's acknowledgement, saved with its
@@ -350,27 +305,15 @@ class DelegatingTurn:
                 )
         return True
 
-    def _push_soon(self, step_key: str, text: str) -> None:
-        """A subtask's progress write, behind the ones before it, without holding the
-        subagent up: the round waits for them all (``_pushed``); a refused one (canceled)
-        stops the later ones and raises ``TurnStopped`` there."""
-        before = self.pushing
-
-        async def write() -> None:
-            if before is not None:
-                await before
-            await self._push(step_key, text)
-
-        self.pushing = asyncio.create_task(write())
-
-    async def _pushed(self) -> None:
-        pushing, self.pushing = self.pushing, None
-        if pushing is not None:
-            await pushing
-
     def _stop_if_cancelled(self) -> None:
         if self.ctx.cancelled.is_set():
             raise TurnStopped
+
+
+def _outcome(result: AgentResult) -> str:
+    if isinstance(result, AgentReply):
+        return "completed"
+    return "question" if isinstance(result, AgentQuestion) else "failed"
 
 
 def _recovered_call(round_no: int, rows: Sequence[Subtask], reply: str) -> ToolCallPart:

@@ -63,7 +63,7 @@ async def test_three_subtasks_at_once_then_the_reply(fake: FakeModelServer) -> N
         assert user["role"] == "user" and user["content"].split("\n")[0] in {"a", "b", "c"}
         assert len(request.messages) == 2  # its own transcript, nothing of the host's
     main = fake.requests[0]
-    assert sorted(main.tool_names) == ["delegate", "final_reply"]
+    assert sorted(main.tool_names) == ["ask_user", "delegate", "final_reply"]
     assert (
         "CONTRACT: call one tool; types: research; summarize; at most 8."
         in (main.messages[0]["content"])
@@ -142,8 +142,8 @@ async def test_the_last_round_offers_only_final_reply(fake: FakeModelServer) -> 
     assert result == AgentReply(text="done")
     mains = [fake.requests[i] for i in (0, 2, 4)]
     assert [sorted(r.tool_names) for r in mains] == [
-        ["delegate", "final_reply"],
-        ["delegate", "final_reply"],
+        ["ask_user", "delegate", "final_reply"],
+        ["ask_user", "delegate", "final_reply"],
         ["final_reply"],
     ]
     assert "FINAL: reply now (of 3 rounds)." in mains[2].messages[0]["content"]

@@ -11,8 +11,8 @@ from app.agents.llm.agent import LlmAgent
 from app.agents.llm.config import parse_llm_config
 from app.agents.llm.delegation.fingerprint import canonical_request, fingerprint
 from app.agents.llm.delegation.memory import MemorySubtasks
-from app.agents.llm.delegation.rounds import MISMATCH
 from app.agents.llm.delegation.subagent import dump
+from app.agents.llm.delegation.subtasks import MISMATCH
 from app.agents.llm.plugins import build_plugins
 from app.agents.llm.session import MemorySessions, entry_of
 from app.db import subtasks as st
