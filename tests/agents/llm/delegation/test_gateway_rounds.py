@@ -10,40 +10,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.agents.llm.plugins import build_plugins
-from app.agents.llm.runtime import LlmRuntime
-from app.agents.registry import default_registry
 from app.db import subtasks as st
 from app.db.engine import Database
 from app.db.models.subtasks import SubtaskRow
-from app.db.storage import open_storage
-from app.testing.edge import edge_harness
 from app.testing.fake_model import FakeModelServer, text
 from app.testing.gateway import GatewayKit
 from app.testing.push_receiver import CallbackExpectation, push_receiver
-from tests.agents.llm.delegation.kit import config, delegate, final
+from tests.agents.llm.delegation.kit import config, delegate, final, gateway_edge
 from tests.polling import poll_until
-
-FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01, "push_retry_base_seconds": 0.01}
-
-
-def _edge(db_url: str, kit: GatewayKit, rx_url: str, db: Database) -> Any:
-    storage = open_storage(db)
-    runtime = LlmRuntime(
-        environ={},
-        failure_text="operator text",
-        plugins=build_plugins([], {}),
-        sessions=storage.sessions,
-        subtasks=storage.subtasks,
-    )
-    return edge_harness(
-        db_url,
-        gateway=kit,
-        background=True,
-        agents=default_registry(runtime),
-        gateway_origins=[kit.origin, rx_url],
-        **FAST,
-    )
 
 
 def _send(text_: str, url: str, token: str) -> dict[str, Any]:
@@ -61,7 +35,7 @@ async def test_three_subtasks_then_the_reply_reach_the_gateway_once(db_url: str)
             *[text("result", delay=1.0)] * 3,
             final("The answer."),
         )
-        async with push_receiver() as rx, _edge(db_url, kit, rx.base_url, db) as edge:
+        async with push_receiver() as rx, gateway_edge(db_url, kit, rx.base_url, db) as edge:
             rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
             await edge.add_tenant("demo", agent="llm", agent_config=config(fake))
             url, token = rx.endpoint("cfg")
@@ -88,7 +62,7 @@ async def test_cancel_while_subagents_run(db_url: str) -> None:
     db = Database(db_url)
     with FakeModelServer() as fake:
         fake.script(delegate("a", "b"), *[text("late", delay=2.0)] * 2, final("never"))
-        async with push_receiver() as rx, _edge(db_url, kit, rx.base_url, db) as edge:
+        async with push_receiver() as rx, gateway_edge(db_url, kit, rx.base_url, db) as edge:
             rx.expect = CallbackExpectation.for_key(edge.services.key, edge.services.cards.jku)
             await edge.add_tenant("demo", agent="llm", agent_config=config(fake))
             url, token = rx.endpoint("cfg")
