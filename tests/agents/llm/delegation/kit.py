@@ -61,8 +61,8 @@ def delegate(*prompts: str, reply: str = "Looking into it", kind: str = "researc
     return tool_call("delegate", {"reply": reply, "subtasks": subtasks}, call_id="d1")
 
 
-def final(text: str) -> Step:
-    return tool_call("final_reply", {"text": text}, call_id="f1")
+def final(text: str, delay: float = 0.0) -> Step:
+    return tool_call("final_reply", {"text": text}, call_id="f1", delay=delay)
 
 
 def ask(question: str, options: Sequence[str] | None = None, call_id: str = "q1") -> Step:
