@@ -162,6 +162,17 @@ class Pump:
             our_name=self.ours.name,
             history_length=4 * self.max_turns + 4,
         )
+        return await self._take_reply(negotiation, pending, card, task)
+
+    async def _take_reply(
+        self,
+        negotiation: Negotiation,
+        pending: TurnRecord,
+        card: PeerCard,
+        task: dict[str, Any],
+    ) -> Negotiation | None:
+        """Settles the exchange on the peer's task after our move ``pending``: its reply is
+        recorded with the new state, and a settlement is reported once stored."""
         history = [m for m in task.get("history") or () if isinstance(m, Mapping)]
         reply = reply_after(task, pending.message_id)
         mine = decision_of(pending.message)

@@ -154,6 +154,23 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def _unanswered(mine: Decision, theirs: Decision | None, *, mine_first: bool) -> str:
+    """Why one side's closing move settled nothing: the other did not close too."""
+    if theirs is None:
+        return (
+            f'You closed with "{mine.action}", but they sent no readable reply. Nothing is agreed.'
+        )
+    if mine_first:
+        return (
+            f'You closed with "{mine.action}", but they replied with "{theirs.action}" '
+            "rather than closing too. Nothing is agreed until they do."
+        )
+    return (
+        f'They closed with "{theirs.action}", but you replied with "{mine.action}" '
+        "rather than closing too. Nothing is agreed until you do."
+    )
+
+
 def settle(
     state: str,
     decisions: Sequence[Decision],
@@ -172,22 +189,7 @@ def settle(
     if agreement.status == "open":
         if not is_terminal(mine.action) and not (theirs and is_terminal(theirs.action)):
             return None
-        if theirs is None:
-            reason = (
-                f'You closed with "{mine.action}", but they sent no readable reply. '
-                "Nothing is agreed."
-            )
-        elif mine_first:
-            reason = (
-                f'You closed with "{mine.action}", but they replied with "{theirs.action}" '
-                "rather than closing too. Nothing is agreed until they do."
-            )
-        else:
-            reason = (
-                f'They closed with "{theirs.action}", but you replied with "{mine.action}" '
-                "rather than closing too. Nothing is agreed until you do."
-            )
-        return made("unanswered", "state", reason)
+        return made("unanswered", "state", _unanswered(mine, theirs, mine_first=mine_first))
     if agreement.status == "unconfirmed":
         ours = amounts_in(mine.message)
         yours = amounts_in(theirs.message if theirs is not None else "")
