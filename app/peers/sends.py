@@ -7,6 +7,7 @@ task is observed, a kept answer is returned, and an intent without an acknowledg
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +27,24 @@ UNCERTAIN = (
     "it, and it is not sent again automatically (read the agent's tasks, or send anew)"
 )
 
+OUT_OF_TIME_UNSENT = PeerCallFailed(
+    "the agent did not answer within the tool's time (tool_timeout_seconds); nothing was sent",
+    reason="timeout",
+    delivered=False,
+)
+OUT_OF_TIME_ACKED = PeerCallFailed(
+    "the agent took the message, but its task did not settle within the tool's time "
+    "(tool_timeout_seconds): read it later with a2a_get_task",
+    reason="timeout",
+)
+
 
 @dataclass(frozen=True)
 class Outgoing:
     text: str
     task_id: str | None  # a task of the peer waiting for input
     context_id: str | None  # the peer's conversation to continue
-    wait_seconds: float  # 0: do not wait
+    wait_until: float | None  # until when (monotonic) to wait for the task; None: do not
 
 
 @dataclass(frozen=True)
@@ -105,7 +117,21 @@ class DurableSends:
         await self._store.acknowledge(
             ctx.tenant, ctx.idempotency_key, peer_task_id=ack.id, answer=None
         )
-        return await _observed(peer, session, ack.id, ack, out.wait_seconds, messageId=message_id)
+        return await _observed(peer, session, ack.id, ack, out.wait_until, messageId=message_id)
+
+    async def out_of_time(self, peer: Peer, ctx: ToolContext) -> JsonDict:
+        """The answer of a call the agent's tool deadline cut short, from what its row says:
+        nothing recorded (nothing sent), an acknowledged task (its id, to read later), an
+        intent without an acknowledgement (uncertain), or the answer kept."""
+        found = await self._store.find(ctx.tenant, ctx.idempotency_key)
+        if found is None:
+            return failure_answer(peer.name, OUT_OF_TIME_UNSENT)
+        extra: dict[str, Any] = {"messageId": found.message_id}
+        if found.status == INTENT:
+            return _uncertain(peer, found.message_id, cause=OUT_OF_TIME_ACKED)
+        if found.status != ACKED or found.peer_task_id is None:
+            return {**(found.answer or {}), **extra}
+        return failure_answer(peer.name, OUT_OF_TIME_ACKED, taskId=found.peer_task_id, **extra)
 
     async def _resume(self, peer: Peer, found: PeerSend, out: Outgoing, us: Speaker) -> JsonDict:
         """The call ran before: what it did, without sending again."""
@@ -128,19 +154,25 @@ class DurableSends:
                 peer, our_tenant=us.tenant, our_name=us.name
             ) as session:
                 task = await session.get_task(task_id)
-                return await _observed(peer, session, task_id, task, out.wait_seconds, **extra)
+                return await _observed(peer, session, task_id, task, out.wait_until, **extra)
         except PeerCallFailed as failure:
             return failure_answer(peer.name, failure, taskId=task_id, **extra)
 
 
 async def _observed(
-    peer: Peer, session: PeerSession, task_id: str, task: Task, wait_seconds: float, **extra: Any
+    peer: Peer,
+    session: PeerSession,
+    task_id: str,
+    task: Task,
+    wait_until: float | None,
+    **extra: Any,
 ) -> JsonDict:
-    """The task ``task_id`` (as last read: ``task``), after waiting for it to settle when
-    asked to. ``task_id`` is the id we hold, never one the peer's later answers name."""
-    if wait_seconds > 0 and task.status.state not in SETTLED:
+    """The task ``task_id`` (as last read: ``task``), after waiting for it to settle until
+    ``wait_until`` when asked to. ``task_id`` is the id we hold, never one the peer's later
+    answers name."""
+    if wait_until is not None and task.status.state not in SETTLED:
         try:
-            task = await session.wait(task_id, wait_seconds)
+            task = await session.wait(task_id, max(0.0, wait_until - time.monotonic()))
         except PeerCallFailed as failure:
             return failure_answer(peer.name, failure, taskId=task_id, **extra)
     return task_answer(peer, task, **extra)

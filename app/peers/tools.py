@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from a2a.types import AgentCard
@@ -41,7 +43,11 @@ MAX_SKILLS = 8
 MAX_DESCRIPTION = 400  # bytes of a card's description shown
 MAX_SKILL_TEXT = 200  # bytes of a skill's name or description shown
 MAX_WORD = 64  # bytes of an id, a tag or a mode
+ANSWER_MARGIN_SECONDS = 1.0  # of the agent's tool deadline, left for the answer to be saved
 PartyName = Callable[[str], Awaitable[str]]
+OUT_OF_TIME = PeerCallFailed(
+    "the agent did not answer within the tool's time (tool_timeout_seconds)", reason="timeout"
+)
 
 
 class PeerTools:
@@ -82,64 +88,96 @@ class PeerTools:
 
     # --- the tools' work --------------------------------------------------------------------
 
-    def wait_seconds(self, config: LlmConfig, wait: bool) -> float:
-        """How long a tool may wait: the setting, and room for the final read before the
-        agent's own tool deadline."""
+    def wait_until(self, config: LlmConfig, wait: bool) -> float | None:
+        """Until when (monotonic) a call started now may wait: the setting, and room for the
+        final read before the agent's own tool deadline; ``None``: it does not wait."""
         if not wait:
-            return 0.0
+            return None
         limits = self.clients.limits
-        return max(
-            0.0, min(limits.wait_seconds, config.tool_timeout_seconds - limits.request_seconds)
-        )
+        seconds = min(limits.wait_seconds, config.tool_timeout_seconds - limits.request_seconds)
+        return time.monotonic() + max(0.0, seconds)
 
     async def speaker(self, ctx: ToolContext) -> Speaker:
         return Speaker(ctx.tenant, await self.party_name(ctx.tenant))
 
+    def _connect(self, peer: Peer, us: Speaker) -> AbstractAsyncContextManager[PeerSession]:
+        return self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name)
+
     async def card_of(self, config: LlmConfig, name: str, ctx: ToolContext) -> JsonDict:
+        ends = answer_by(config)
         us = await self.speaker(ctx)
         try:
             peer = resolve(config, name)
-            async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
+            async with in_time(ends), self._connect(peer, us) as s:
                 return _card_entry(name, await s.live_card())
+        except TimeoutError:
+            return {"name": name, "error": "TIMEOUT"}
         except PeerCallFailed as failure:
             return {"name": name, "error": failure.reason.upper()}
 
     async def read(
         self, config: LlmConfig, ctx: ToolContext, name: str, task_id: str, wait: bool
     ) -> JsonDict:
+        ends, until = answer_by(config), self.wait_until(config, wait)
         us = await self.speaker(ctx)
         try:
             check_ids(task_id)
             peer = resolve(config, name)
-            async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
-                seconds = self.wait_seconds(config, wait)
-                task = await (s.wait(task_id, seconds) if seconds > 0 else s.get_task(task_id))
-                return task_answer(peer, task)
+            async with in_time(ends), self._connect(peer, us) as s:
+                if until is None:
+                    return task_answer(peer, await s.get_task(task_id))
+                seconds = max(0.0, until - time.monotonic())
+                return task_answer(peer, await s.wait(task_id, seconds))
+        except TimeoutError:
+            return failure_answer(name, OUT_OF_TIME, taskId=task_id)
         except PeerCallFailed as failure:
             return failure_answer(name, failure, taskId=task_id[:256])
 
     async def cancel(
         self, config: LlmConfig, ctx: ToolContext, name: str, task_id: str
     ) -> JsonDict:
+        ends = answer_by(config)
         us = await self.speaker(ctx)
         try:
             check_ids(task_id)
             peer = resolve(config, name)
-            async with self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name) as s:
+            async with in_time(ends), self._connect(peer, us) as s:
                 try:
                     return task_answer(peer, await s.cancel(task_id), cancelRequested=True)
                 except PeerCallFailed as failure:
                     return await _refused_cancel(peer, s, failure, task_id)
+        except TimeoutError:
+            return failure_answer(name, OUT_OF_TIME, taskId=task_id)
         except PeerCallFailed as failure:
             return failure_answer(name, failure, taskId=task_id[:256])
 
     async def send(self, config: LlmConfig, ctx: ToolContext, name: str, out: Outgoing) -> JsonDict:
+        ends = answer_by(config)
         try:
             check_ids(out.task_id, out.context_id)
             peer = resolve(config, name)
-            return await self.sends.send(peer, ctx, out, await self.speaker(ctx))
+            us = await self.speaker(ctx)
         except PeerCallFailed as failure:
             return failure_answer(name, failure)
+        try:
+            async with in_time(ends):
+                return await self.sends.send(peer, ctx, out, us)
+        except TimeoutError:
+            return await self.sends.out_of_time(peer, ctx)
+        except PeerCallFailed as failure:
+            return failure_answer(name, failure)
+
+
+def answer_by(config: LlmConfig) -> float:
+    """When (monotonic) a call started now must have answered: a little before the agent's
+    own tool deadline, which would cut it off with neither a task id nor a state
+    (``app.agents.llm.batch``)."""
+    seconds = config.tool_timeout_seconds
+    return time.monotonic() + seconds - min(ANSWER_MARGIN_SECONDS, seconds / 10)
+
+
+def in_time(ends: float) -> asyncio.Timeout:
+    return asyncio.timeout(max(0.0, ends - time.monotonic()))
 
 
 async def _refused_cancel(
@@ -240,7 +278,7 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         it; ``task_id`` answers a task of it that asks for input. The result holds the task's
         ``state``: check it (a finished call is not a finished task). A send is never
         repeated: DELIVERY_UNCERTAIN means it may or may not have arrived."""
-        out = Outgoing(text, task_id, context_id, peers.wait_seconds(config, wait))
+        out = Outgoing(text, task_id, context_id, peers.wait_until(config, wait))
         answer = _logged(peers, "a2a_send", await peers.send(config, ctx, agent, out))
         return render(answer, max_bytes=cap)
 

@@ -5,9 +5,10 @@ scripts, faults included), the tools built as the edge builds them, and a tool c
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +50,7 @@ class FakePeer:
     calls: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
-    card_override: Callable[[], httpx.Response] | None = None
+    card_override: Callable[[], httpx.Response | Awaitable[httpx.Response]] | None = None
     down: bool = False
 
     def card(self) -> dict[str, Any]:
@@ -75,11 +76,10 @@ class FakePeer:
         path = request.url.path
         if path == "/.well-known/agent-card.json":
             self.calls.append("card")
-            return (
-                self.card_override()
-                if self.card_override
-                else httpx.Response(200, json=self.card())
-            )
+            if self.card_override is None:
+                return httpx.Response(200, json=self.card())
+            answer = self.card_override()
+            return await answer if inspect.isawaitable(answer) else answer
         if path == "/.well-known/jwks.json":
             return httpx.Response(200, json=self.key.jwks())
         body = json.loads(request.content)

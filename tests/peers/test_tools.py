@@ -536,3 +536,76 @@ async def test_a_task_id_the_peer_acknowledges_with_is_not_followed_when_unsafe(
     assert len(peer.sent) == 1 and "GetTask" not in peer.calls
     found = await open_storage(database).peer_sends.find("acme", "t-1:call-1")
     assert found is not None and found.status == "acked" and found.peer_task_id is None
+
+
+async def _within_tool_deadline(tools: Any, cfg: Any, name: str, **args: Any) -> Any:
+    """The call as the agent's loop runs it: cut off at ``tool_timeout_seconds``
+    (``app.agents.llm.batch``), which would leave the model with neither id nor state."""
+    async with asyncio.timeout(cfg.tool_timeout_seconds):
+        return await call(tools, cfg, name, ctx(), agent="helper", **args)
+
+
+async def test_a_slow_acknowledged_send_answers_with_its_task_before_the_tool_deadline(
+    database: Database,
+) -> None:
+    peer = FakePeer()
+
+    async def slow_ack(params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(1.5)
+        return {"task": task("p-1", "TASK_STATE_SUBMITTED")}
+
+    async def hang(params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+    peer.methods["SendMessage"] = slow_ack
+    peer.methods["GetTask"] = hang
+    cfg = config(tool_timeout_seconds=3)
+    tools = _tools(database, peer, peer_request_seconds=2.0)
+    got = await _within_tool_deadline(tools, cfg, "a2a_send", text="x")
+    assert got["error"] == "TIMEOUT" and got["taskId"] == "p-1" and got["messageId"]
+    peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "late")
+    again = await call(tools, cfg, "a2a_send", ctx(), agent="helper", text="x")
+    assert again["text"] == "late" and again["resumed"] is True and len(peer.sent) == 1
+
+
+async def test_a_send_cut_by_the_tool_deadline_before_the_ack_is_uncertain(
+    database: Database,
+) -> None:
+    peer = FakePeer()
+
+    async def hang(params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+    peer.methods["SendMessage"] = hang
+    cfg = config(tool_timeout_seconds=2)
+    tools = _tools(database, peer, peer_request_seconds=10.0)
+    got = await _within_tool_deadline(tools, cfg, "a2a_send", text="x")
+    assert got["error"] == "DELIVERY_UNCERTAIN" and got["cause"] == "TIMEOUT"
+    assert len(peer.sent) == 1
+
+
+async def test_a_slow_wait_answers_with_the_task_id_before_the_tool_deadline(
+    database: Database,
+) -> None:
+    peer = FakePeer()
+    card = peer.card()
+
+    async def slow_card() -> httpx.Response:
+        await asyncio.sleep(1.5)
+        return httpx.Response(200, json=card)
+
+    async def hang(params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+    peer.card_override = slow_card
+    peer.methods["GetTask"] = hang
+    peer.methods["CancelTask"] = hang
+    cfg = config(tool_timeout_seconds=3)
+    tools = _tools(database, peer, peer_request_seconds=2.0)
+    read = await _within_tool_deadline(tools, cfg, "a2a_get_task", task_id="p-1", wait=True)
+    cancel = await _within_tool_deadline(tools, cfg, "a2a_cancel_task", task_id="p-1")
+    assert read["error"] == cancel["error"] == "TIMEOUT"
+    assert read["taskId"] == cancel["taskId"] == "p-1"
