@@ -80,6 +80,7 @@ class TaskMethods:
         self._queries = TaskQueries(services.db, default_history_length=history)
         self._canceller = TaskCanceller(services.db, default_history_length=history)
         self._targets = settings.push_targets
+        self._rest_limit = settings.max_body_bytes
         self._push_configs = PushConfigService(services.db, self._targets, secrets)
         storage = services.db.storage
         self._negotiations = NegotiationGate(storage.negotiations, storage.task_lifecycle.state)
@@ -97,7 +98,9 @@ class TaskMethods:
         }
 
     async def send_message(self, call: RpcCall) -> Any:
-        request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
+        request = parse_send_message(
+            call.params, tenant=call.tenant, targets=self._targets, rest_limit=self._rest_limit
+        )
         # A decision data part is a negotiation turn (issue 51): peers only, rival rule first.
         turn = await self._negotiations.check(
             peer=call.caller.peer,

@@ -19,7 +19,7 @@ from google.protobuf import json_format
 from app.attachments.images import check_attachments
 from app.attachments.policy import policy_of
 from app.attachments.stored import Incoming
-from app.errors import InvalidParams, TaskNotFound
+from app.errors import InvalidParams, PayloadTooLarge, TaskNotFound
 from app.push_targets import PushTargets
 from app.tasks.push_configs import PushConfigInput, validate_push_config
 from app.tasks.wire import parse_params, to_json
@@ -88,14 +88,29 @@ def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -
         raise TaskNotFound("task not found")
 
 
+def _check_rest(message: dict[str, Any], attachments: list[Incoming], limit: int) -> None:
+    """413 when the message without its attachments passes ``limit`` bytes."""
+    at = {a.index for a in attachments}
+    rest = {**message, "parts": [p for i, p in enumerate(message["parts"]) if i not in at]}
+    size = len(json.dumps(rest, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > limit:
+        raise PayloadTooLarge(
+            f"params.message holds more than {limit} bytes besides its attachments",
+            reason="message_too_large",
+        )
+
+
 def parse_send_message(
     params: Mapping[str, Any],
     *,
     tenant: TenantRecord,
     targets: PushTargets,
+    rest_limit: int | None = None,
 ) -> SendRequest:
     """``targets``: the deployment's push-target rules (``Settings.push_targets``), the same for
-    SendMessage and its streaming form."""
+    SendMessage and its streaming form. ``rest_limit``: the most a message with attachments may
+    hold besides them (``EDGE_MAX_BODY_BYTES``): a raised body limit is for the attachments,
+    which the history keeps only as bounded descriptions, so the history stays bounded."""
     raw_message = _object(params.get("message"), "message")
     raw_config = _object(params.get("configuration"), "configuration")
     if raw_config is not None:
@@ -127,6 +142,8 @@ def parse_send_message(
     except json_format.Error:
         # e.g. NaN or Infinity in a data part: not representable in protobuf-JSON.
         raise InvalidParams("params.message holds a value protobuf-JSON cannot carry") from None
+    if attachments and rest_limit is not None:
+        _check_rest(message, attachments, rest_limit)
     return SendRequest(
         message=message,
         message_id=request.message.message_id,

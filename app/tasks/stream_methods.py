@@ -30,6 +30,7 @@ class StreamMethods:
         settings = services.settings
         storage = services.db.storage
         self._targets = settings.push_targets
+        self._rest_limit = settings.max_body_bytes
         secrets = PushSecrets.from_settings(settings, services.key)
         self._acceptor = Acceptor(services.db, secrets, documents=Documents(services.pdf))
         self._queries = TaskQueries(
@@ -53,7 +54,9 @@ class StreamMethods:
         }
 
     async def send_streaming_message(self, call: RpcCall) -> StreamResult:
-        request = parse_send_message(call.params, tenant=call.tenant, targets=self._targets)
+        request = parse_send_message(
+            call.params, tenant=call.tenant, targets=self._targets, rest_limit=self._rest_limit
+        )
         release = self.streams.slots.acquire(call.scope)
         try:
             accepted = await self._acceptor.accept(

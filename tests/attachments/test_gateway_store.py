@@ -18,6 +18,7 @@ from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.fake_model import FakeModelServer, text
 from app.testing.pdfs import text_pdf
 from tests.polling import poll_until
+from tests.tasks.sse_client import SseCall
 
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400
@@ -138,3 +139,26 @@ async def test_a_pdf_reaches_the_model_as_page_labelled_text(db_url: str) -> Non
     assert content.startswith("how much?\n\nThe user attached a document.")
     assert 'type="application/pdf">\n[page 1]\nInvoice total 42 EUR' in content
     assert "%PDF" not in content
+
+
+async def test_a_stream_carries_the_description_never_the_bytes(db_url: str) -> None:
+    async with edge_harness(db_url, background=True, **FAST) as edge:
+        await edge.add_tenant(
+            "scripted", agent="scripted", agent_config=IMAGES, require_push_config=False
+        )
+        params = _send("s-1", "reply seen {attachments}")
+        async with SseCall(edge, "SendStreamingMessage", params, tenant="scripted") as call:
+            assert call.status == 200
+            events = await call.events()
+        # The raised limit is for attachments: the rest keeps EDGE_MAX_BODY_BYTES (413).
+        padded = _send("s-2", "x" * edge.settings.max_body_bytes)
+        response = await edge.rpc("SendMessage", padded, tenant="scripted")
+        assert response.status_code == 413 and "besides its attachments" in response.text
+        listed = await edge.result("ListTasks", {}, tenant="scripted")
+    assert len(listed["tasks"]) == 1
+    first, *updates = events
+    assert first["task"]["history"][0]["parts"][0]["text"] == DESCRIPTION
+    assert updates[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"] == (
+        f"seen {DESCRIPTION}"
+    )
+    assert "raw" not in json.dumps(events)

@@ -18,7 +18,7 @@ from app.attachments.stored import DocumentText
 from app.db.documents import RawJson
 from app.db.engine import Database
 from app.db.models import TaskRow, TurnAttachmentRow, TurnRow
-from app.errors import ContentTypeNotSupported, InvalidParams
+from app.errors import ContentTypeNotSupported, InvalidParams, PayloadTooLarge
 from app.settings import Settings
 from app.tasks.accept import Acceptor, QueueBound
 from app.tasks.push_secrets import PushSecrets
@@ -168,3 +168,16 @@ async def test_an_image_retry_gets_its_task_from_the_store(
     again = await acceptor.accept(SCOPE, request)
     assert first.created and not again.created and again.task.id == first.task.id
     assert await _count(database, TurnAttachmentRow) == 1
+
+
+def test_besides_its_attachments_a_message_keeps_the_default_limit(settings: Settings) -> None:
+    image = {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png"}
+    text = {"text": "x" * 2000}
+    params = {"message": {"messageId": "b", "role": "ROLE_USER", "parts": [text, image]}}
+    parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=4096)
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
+    assert refused.value.status_code == 413 and refused.value.reason == "message_too_large"
+    # Without attachments the body limit alone applies (checked before parsing).
+    params["message"]["parts"] = [text]
+    parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
