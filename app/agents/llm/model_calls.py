@@ -202,19 +202,8 @@ class ModelCaller:
             except (ModelAPIError, UnexpectedModelBehavior, OpenAIError, TimeoutError) as exc:
                 failure = classify(exc)
                 last = attempt == self.config.model_attempts or not failure.retry
-                await self.events.emit(
-                    ModelCalled(
-                        endpoint.name, failure.outcome if last else "retry", fallback=fallback
-                    )
-                )
-                log.warning(
-                    "agent.model_call_failed",
-                    extra={
-                        "model": endpoint.name,
-                        "outcome": type(exc).__name__,
-                        "attempt": attempt,
-                    },
-                )
+                outcome = failure.outcome if last else "retry"
+                await self._failed(endpoint, exc, outcome, attempt, fallback=fallback)
                 if last or self._stopped():
                     return None
                 delay = failure.retry_after
@@ -222,18 +211,34 @@ class ModelCaller:
                 if self._stopped():
                     return None
                 continue
-            usage = response.usage
-            await self.events.emit(
-                ModelCalled(
-                    endpoint.name,
-                    "ok",
-                    tokens_in=usage.input_tokens or 0,
-                    tokens_out=usage.output_tokens or 0,
-                    fallback=fallback,
-                )
-            )
+            await self._answered(endpoint, response, fallback=fallback)
             return response
         return None
+
+    async def _failed(
+        self, endpoint: ModelEndpoint, exc: Exception, outcome: str, attempt: int, *, fallback: bool
+    ) -> None:
+        """A failed attempt, as an event (``outcome``: its class, or ``retry``) and a log line."""
+        await self.events.emit(ModelCalled(endpoint.name, outcome, fallback=fallback))
+        log.warning(
+            "agent.model_call_failed",
+            extra={"model": endpoint.name, "outcome": type(exc).__name__, "attempt": attempt},
+        )
+
+    async def _answered(
+        self, endpoint: ModelEndpoint, response: ModelResponse, *, fallback: bool
+    ) -> None:
+        """An answered attempt, as an event with the tokens it used."""
+        usage = response.usage
+        await self.events.emit(
+            ModelCalled(
+                endpoint.name,
+                "ok",
+                tokens_in=usage.input_tokens or 0,
+                tokens_out=usage.output_tokens or 0,
+                fallback=fallback,
+            )
+        )
 
     def _stopped(self) -> bool:
         return self.cancelled is not None and self.cancelled.is_set()
