@@ -1,7 +1,7 @@
 """The body of ``looping-edge agents try TENANT "text"``: one turn of a tenant's configured
 agent, run here and now, each step printed. Nothing is written: no task, no push, and an
 ``llm`` agent's session is kept in memory for this one turn (the caller's stored session is
-not read)."""
+not read). Nothing leaves for another agent either: the A2A tools are not offered."""
 
 from __future__ import annotations
 
@@ -77,6 +77,19 @@ async def _progress(step_key: str, text: str) -> None:
     print(f"  progress {step_key}: {_line(text)}")
 
 
+def _peers_note(kind: str, config: dict[str, Any]) -> str | None:
+    """Why an ``llm`` agent with an A2A directory gets no ``a2a_*`` tools here: a try writes
+    nothing, and a send would really reach the peer (with no durable record of it)."""
+    agents = config.get("agents") if kind == "llm" else None
+    if not isinstance(agents, dict) or not agents:
+        return None
+    names = ", ".join(sorted(str(n)[:64] for n in agents))
+    return (
+        f"note: the A2A tools (a2a_*) are not offered in a try; they would really send to "
+        f"{printable(names)}. The worker offers them."
+    )
+
+
 def _try_context(tenant: TenantRecord, args: argparse.Namespace) -> TurnContext:
     """The first turn of a new task whose one message is ``args.text``, as ``args.identity``."""
     message = {"messageId": "try-1", "role": "ROLE_USER", "parts": [{"text": args.text}]}
@@ -124,6 +137,9 @@ def run_try(args: argparse.Namespace) -> int:
             agent = default_registry(runtime).build(tenant.agent_kind, tenant.agent_config)
             ctx = _try_context(tenant, args)
             print(f"tenant '{tenant.id}' (agent {tenant.agent_kind}): one turn")
+            note = _peers_note(tenant.agent_kind, dict(tenant.agent_config))
+            if note is not None:
+                print(note)
             result: Any = await asyncio.wait_for(
                 agent.run(ctx), timeout=settings.turn_timeout_seconds
             )

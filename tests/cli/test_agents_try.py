@@ -70,3 +70,30 @@ def test_the_cli_does_not_import_the_model_loop_until_agents_try_runs() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_try_says_the_a2a_tools_are_not_offered_and_offers_none(
+    operator: tuple[dict[str, str], Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A try writes nothing, so it never sends to a peer: the model gets no a2a_* tool and
+    the operator is told why."""
+    env, manifest = operator
+    with FakeModelServer() as fake:
+        fake.script(text("No peers here."))
+        config = tmp_path / "agent.json"
+        peer = {"url": "https://helper.example", "auth": {"bearer_env": "HELPER_TOKEN"}}
+        doc = {
+            "model": {"base_url": fake.base_url, "name": "fake"},
+            "system_prompt": "You try.",
+            "agents": {"helper": peer},
+        }
+        config.write_text(json.dumps(doc))
+        add = ("tenants", "add", "p", "--manifest", str(manifest), "--agent", "llm")
+        assert _cli(env, *add, "--agent-config", str(config)).returncode == 0
+        done = _cli(env, "agents", "try", "p", "hello")
+        assert done.returncode == 0, done.stderr
+        assert "note: the A2A tools (a2a_*) are not offered in a try" in done.stdout
+        assert "helper" in done.stdout.splitlines()[1]
+        tools = [t["function"]["name"] for t in fake.requests[0].body.get("tools", [])]
+        assert not [t for t in tools if t.startswith("a2a_")]
