@@ -56,9 +56,10 @@ class LargeBodies:
         changed = self._changed
         async with changed:
             try:
-                await asyncio.wait_for(
-                    changed.wait_for(lambda: self._free(tenant)), self.limits.wait_seconds
-                )
+                if not self._free(tenant):  # a free slot is taken even with no wait allowed
+                    await asyncio.wait_for(
+                        changed.wait_for(lambda: self._free(tenant)), self.limits.wait_seconds
+                    )
             except TimeoutError:
                 raise TooManyRequests(
                     "too many large requests in flight; retry later",

@@ -26,5 +26,6 @@ def build_grpc_server(services: EdgeServices, *, host: str = "127.0.0.1") -> Grp
         observer=services.metrics,
         max_body_bytes=services.settings.max_body_bytes,
         body_limit=tenant_body_limit(services),
+        large_bodies=services.large_bodies,
     )
     return GrpcServer(services.settings, service.generic_handler(), host=host)

@@ -23,6 +23,7 @@ import grpc
 from google.protobuf.message import Message
 from opentelemetry.trace import SpanKind
 
+from app.attachments.admission import LargeBodies, admitted
 from app.errors import EdgeError, InternalError, PayloadTooLarge
 from app.grpc.messages import params_of, parse_request, response_of
 from app.grpc.methods import ServiceMethod, service_full_name, service_methods
@@ -53,12 +54,14 @@ class A2AGrpcService:
         observer: RpcObserver | None = None,
         max_body_bytes: int | None = None,
         body_limit: BodyLimit | None = None,
+        large_bodies: LargeBodies | None = None,
     ) -> None:
         self._verifier = verifier
         self._calls = calls
         self._observer = observer
         self._max_body = max_body_bytes
         self._body_limit = body_limit
+        self._large = large_bodies
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler] = {}
@@ -162,11 +165,16 @@ class A2AGrpcService:
             observer=self._observer,
             duplicate_text="more than one authorization entry",
         )
-        await self._check_size(caller, len(raw))
-        params = params_of(parse_request(raw, method.request))
-        return await self._calls.dispatch(
-            caller, params.get("tenant"), method.name, params, version=version
-        )
+        size = len(raw)
+        await self._check_size(caller, size)
+        # A message past the default limit is parsed and handled in a slot, as an HTTP body
+        # is (the memory bound): gRPC has received it already, but not yet copied it.
+        default = size if self._max_body is None else self._max_body
+        async with admitted(self._large, caller.tenant, size, default):
+            params = params_of(parse_request(raw, method.request))
+            return await self._calls.dispatch(
+                caller, params.get("tenant"), method.name, params, version=version
+            )
 
     async def _check_size(self, caller: VerifiedCaller, size: int) -> None:
         """The request message within the caller's limit: the server receives up to the

@@ -5,6 +5,7 @@ shape; past the largest limit every tenant is refused."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ from google.protobuf import json_format
 
 from app.interfaces import GRPC, interface_url
 from app.testing.edge import EdgeHarness, edge_harness
+from app.testing.pdfs import slow_pdf
 from tests.grpc.conftest import error_info, free_port, grpc_server
 
 MiB = 1024 * 1024
@@ -130,3 +132,60 @@ async def test_grpc(edge: EdgeHarness) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.SendMessage(huge, metadata=metadata("docs"))
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_grpc_large_messages_take_a_slot(db_url: str) -> None:
+    """A message past the default limit is handled in one of the process's slots, as an
+    HTTP body is: with the one slot held (a PDF being read), another large message waits
+    and is refused; a small one is served meanwhile."""
+    async with edge_harness(
+        db_url,
+        grpc_port=free_port(),
+        background=True,
+        max_large_bodies=1,
+        large_body_wait_seconds=0,
+        pdf_deadline_seconds=2.0,
+    ) as edge:
+        await edge.add_tenant(
+            "docs",
+            agent="llm",
+            agent_config={**MODEL, "attachments": {"documents": True}},
+            require_push_config=False,
+        )
+        token = edge.gateway.mint(
+            audience=interface_url(edge.settings, GRPC), tenant="docs", identity=edge.identity
+        )
+        metadata = (("authorization", f"Bearer {token}"), ("a2a-version", "1.0"))
+        caption = {"text": "x" * edge.settings.max_body_bytes}  # past the default limit
+
+        def request(message_id: str, *parts: dict[str, Any]) -> Any:
+            doc = {
+                "tenant": "docs",
+                "message": _message(message_id, list(parts)),
+                "configuration": {"returnImmediately": True},
+            }
+            return json_format.ParseDict(doc, a2a_pb2.SendMessageRequest())
+
+        pdf = {
+            "raw": base64.b64encode(slow_pdf(32, 20_000)).decode(),
+            "mediaType": "application/pdf",
+        }
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_server(edge).port}") as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            slow = asyncio.ensure_future(
+                stub.SendMessage(request("s-1", caption, pdf), metadata=metadata)
+            )
+            await asyncio.sleep(0.5)
+            with pytest.raises(grpc.aio.AioRpcError) as busy:
+                await stub.SendMessage(request("s-2", caption), metadata=metadata)
+            assert busy.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert error_info(busy.value).reason == "LARGE_BODIES_BUSY"
+            small = await stub.SendMessage(request("s-3", {"text": "hi"}), metadata=metadata)
+            assert small.task.status.state == a2a_pb2.TASK_STATE_SUBMITTED
+            assert not slow.done()
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await slow
+            assert error_info(refused.value).reason == "CONTENT_TYPE_NOT_SUPPORTED"
+            # The slot is free again.
+            later = await stub.SendMessage(request("s-4", caption), metadata=metadata)
+            assert later.task.status.state == a2a_pb2.TASK_STATE_SUBMITTED
