@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, delete, select, update
 
 from app.db.documents import task_doc
 from app.db.engine import Database
@@ -26,6 +26,16 @@ from app.db.task_lifecycle import Cancel, Canceled
 from app.security.caller import CallerScope
 
 
+def _queued_turns(scope: CallerScope, task_id: str) -> tuple[ColumnElement[bool], ...]:
+    """The caller's queued turns of the task."""
+    return (
+        TurnRow.tenant == scope.tenant,
+        TurnRow.identity == scope.identity,
+        TurnRow.task_id == task_id,
+        TurnRow.status == TURN_QUEUED,
+    )
+
+
 class SharedTaskLifecycle:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -38,14 +48,7 @@ class SharedTaskLifecycle:
             # turn takes them (its turn, then the task): the other order deadlocked a cancel
             # racing that begin on PostgreSQL. (SQLite writes one transaction at a time.)
             await session.execute(
-                select(TurnRow.id)
-                .where(
-                    TurnRow.tenant == scope.tenant,
-                    TurnRow.identity == scope.identity,
-                    TurnRow.task_id == task_id,
-                    TurnRow.status == TURN_QUEUED,
-                )
-                .with_for_update()
+                select(TurnRow.id).where(*_queued_turns(scope, task_id)).with_for_update()
             )
             result = await session.execute(
                 update(TaskRow)
@@ -67,12 +70,7 @@ class SharedTaskLifecycle:
             if applied:
                 await session.execute(
                     update(TurnRow)
-                    .where(
-                        TurnRow.tenant == scope.tenant,
-                        TurnRow.identity == scope.identity,
-                        TurnRow.task_id == task_id,
-                        TurnRow.status == TURN_QUEUED,
-                    )
+                    .where(*_queued_turns(scope, task_id))
                     .values(status=TURN_CANCELED, updated_at=cancel.at)
                     .execution_options(synchronize_session=False)
                 )

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.documents import task_doc
 from app.db.engine import Database
@@ -29,6 +30,7 @@ from app.db.turns import (
     Finished,
     KnownTask,
     OutcomeRule,
+    OutcomeWrite,
     SettleTurn,
     TaskSnapshot,
 )
@@ -148,20 +150,25 @@ class SharedTurnWrites:
                 # A steering message may have committed while the write waited on its lock.
                 later = await next_history_seq(session, scope, task_id)
                 return UNSEEN if rule.unseen(later) else REFUSED
-            if write.message is not None:
-                await append_history(
-                    session, scope, task_id, role="ROLE_AGENT", message=write.message
-                )
-            await enqueue_push(
-                session,
-                self._db.signals.pushes,
-                scope=scope,
-                task_id=task_id,
-                kind="final",
-                message_key=write.key,
-                payload=write.push,
-            )
+            await self._outcome_written(session, scope, task_id, write)
             return Finished(applied=True)
+
+    async def _outcome_written(
+        self, session: AsyncSession, scope: CallerScope, task_id: str, write: OutcomeWrite
+    ) -> None:
+        """After the outcome's row write, in its transaction: the agent's message joins the
+        history and the final push is queued."""
+        if write.message is not None:
+            await append_history(session, scope, task_id, role="ROLE_AGENT", message=write.message)
+        await enqueue_push(
+            session,
+            self._db.signals.pushes,
+            scope=scope,
+            task_id=task_id,
+            kind="final",
+            message_key=write.key,
+            payload=write.push,
+        )
 
     async def snapshot(self, scope: CallerScope, task_id: str) -> TaskSnapshot | None:
         async with self._db.transaction() as session:
