@@ -240,14 +240,15 @@ def _agents_page(cards: Sequence[JsonDict], next_page: int | None, cap: int) -> 
     return render({**doc, "agents": compact, "compact": True}, max_bytes=cap, frame=CARDS_FRAME)
 
 
-def _logged(peers: PeerTools, tool: str, answer: JsonDict) -> JsonDict:
-    """One log line and one count per call: the agent (log only), the tool and its outcome (a
-    state or an error code)."""
+def _logged(peers: PeerTools, tool: str, ctx: ToolContext, answer: JsonDict) -> JsonDict:
+    """One log line and one count per call: our tenant and task, the agent (log only), the
+    tool and its outcome (a state or an error code)."""
     outcome = str(answer.get("state") if answer.get("ok") else answer.get("error"))
     peers.metrics.record(tool, outcome)
+    where = {"tenant": ctx.tenant, "task_id": ctx.task_id}
     log.info(
         "peers.call",
-        extra={"peer": answer.get("agent"), "tool": tool, "outcome": outcome},
+        extra={**where, "peer": answer.get("agent"), "tool": tool, "outcome": outcome},
     )
     return answer
 
@@ -262,6 +263,9 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         start = (max(page, 1) - 1) * PAGE_SIZE
         shown = names[start : start + PAGE_SIZE]
         cards = await asyncio.gather(*(peers.card_of(config, n, ctx) for n in shown))
+        for card in cards:  # one line and count per card read: CARD, or the error code
+            outcome = {"ok": "error" not in card, "agent": card["name"], "state": "CARD"}
+            _logged(peers, "a2a_agents", ctx, {**outcome, "error": card.get("error")})
         more = start + PAGE_SIZE < len(names)
         return _agents_page(cards, max(page, 1) + 1 if more else None, cap)
 
@@ -279,19 +283,23 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         ``state``: check it (a finished call is not a finished task). A send is never
         repeated: DELIVERY_UNCERTAIN means it may or may not have arrived."""
         out = Outgoing(text, task_id, context_id, peers.wait_until(config, wait))
-        answer = _logged(peers, "a2a_send", await peers.send(config, ctx, agent, out))
+        answer = _logged(peers, "a2a_send", ctx, await peers.send(config, ctx, agent, out))
         return render(answer, max_bytes=cap)
 
     async def a2a_get_task(ctx: ToolContext, agent: str, task_id: str, wait: bool = False) -> str:
         """Read a task of the A2A agent ``agent`` (its state, text and artifact references);
         with ``wait``, wait a bounded time for it to finish. Never submits work."""
-        answer = _logged(peers, "a2a_get_task", await peers.read(config, ctx, agent, task_id, wait))
+        answer = _logged(
+            peers, "a2a_get_task", ctx, await peers.read(config, ctx, agent, task_id, wait)
+        )
         return render(answer, max_bytes=cap)
 
     async def a2a_cancel_task(ctx: ToolContext, agent: str, task_id: str) -> str:
         """Ask the A2A agent ``agent`` to cancel its task ``task_id``; it may refuse (a
         finished task cannot be canceled: the result says its state)."""
-        answer = _logged(peers, "a2a_cancel_task", await peers.cancel(config, ctx, agent, task_id))
+        answer = _logged(
+            peers, "a2a_cancel_task", ctx, await peers.cancel(config, ctx, agent, task_id)
+        )
         return render(answer, max_bytes=cap)
 
     return (

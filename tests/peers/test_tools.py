@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -624,3 +625,31 @@ async def test_a_peer_answer_cannot_close_its_frame(database: Database) -> None:
     frame, doc = raw.splitlines()
     assert frame.startswith("Remote data from A2A agent 'helper'")
     assert json.loads(doc)["text"] == forged
+
+
+async def test_each_call_logs_our_tenant_task_peer_and_outcome(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    peer = FakePeer()
+    _working_then_done(peer)
+    tools = _tools(database, peer)
+    with caplog.at_level(logging.INFO, logger="looping.peers"):
+        await call(tools, config(), "a2a_agents", ctx())
+        await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+        peer.down = True
+        await call(tools, config(), "a2a_agents", ctx())
+    lines = [
+        (r.tenant, r.task_id, r.peer, r.tool, r.outcome)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "peers.call"
+    ]
+    assert lines == [
+        ("acme", "t-1", "helper", "a2a_agents", "CARD"),
+        ("acme", "t-1", "helper", "a2a_send", "TASK_STATE_COMPLETED"),
+        ("acme", "t-1", "helper", "a2a_agents", "UNREACHABLE"),
+    ]
+    counted = tools.metrics.registry.get_sample_value(
+        "edge_peer_calls_total", {"tool": "a2a_agents", "outcome": "UNREACHABLE"}
+    )
+    assert counted == 1
+    assert "t0k3n" not in caplog.text  # the bearer token is never logged
