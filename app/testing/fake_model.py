@@ -33,7 +33,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 COMPLETIONS_PATH = "/v1/chat/completions"
 
@@ -198,63 +198,71 @@ def completion(model: str, step: Step, serial: int) -> dict[str, Any]:
     }
 
 
-def _handler_for(fake: FakeModelServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _FakeModelHandler(BaseHTTPRequestHandler):
+    """Answers each request with the next scripted step of ``fake`` (set per server)."""
 
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body leave in two writes: without this, the client's delayed ACK
-            # holds the second for tens of milliseconds on every answer.
-            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    protocol_version = "HTTP/1.1"
+    fake: ClassVar[FakeModelServer]
 
-        def log_message(self, *_args: Any) -> None:  # quiet
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body leave in two writes: without this, the client's delayed ACK
+        # holds the second for tens of milliseconds on every answer.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *_args: Any) -> None:  # quiet
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"unparsed": raw.decode("utf-8", "replace")}
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        recorded = Recorded(self.path, headers, body, time.time())
+        step = self.fake._next(recorded)
+        if self.path != COMPLETIONS_PATH or step is None:
+            self._send(404 if self.path != COMPLETIONS_PATH else 500, {"error": "unscripted"})
             return
+        if step.kind == "dynamic":
+            step = step.compute(body)
+        if step.delay:
+            time.sleep(step.delay)
+        if step.kind == "error":
+            extra = {} if step.retry_after is None else {"Retry-After": step.retry_after}
+            self._send(step.status, {"error": {"message": "scripted error"}}, extra)
+        elif step.kind == "malformed":
+            self._send_raw(200, b'{"id": "x", "choices": [{"message": ', "application/json")
+        elif step.kind == "empty":
+            doc = completion(self.fake.model_name, text(""), len(self.fake.requests))
+            doc["choices"] = []
+            self._send(200, doc)
+        else:
+            self._send(200, completion(self.fake.model_name, step, len(self.fake.requests)))
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
-            try:
-                body = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                body = {"unparsed": raw.decode("utf-8", "replace")}
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            recorded = Recorded(self.path, headers, body, time.time())
-            step = fake._next(recorded)
-            if self.path != COMPLETIONS_PATH or step is None:
-                self._send(404 if self.path != COMPLETIONS_PATH else 500, {"error": "unscripted"})
-                return
-            if step.kind == "dynamic":
-                step = step.compute(body)
-            if step.delay:
-                time.sleep(step.delay)
-            if step.kind == "error":
-                extra = {} if step.retry_after is None else {"Retry-After": step.retry_after}
-                self._send(step.status, {"error": {"message": "scripted error"}}, extra)
-            elif step.kind == "malformed":
-                self._send_raw(200, b'{"id": "x", "choices": [{"message": ', "application/json")
-            elif step.kind == "empty":
-                doc = completion(fake.model_name, text(""), len(fake.requests))
-                doc["choices"] = []
-                self._send(200, doc)
-            else:
-                self._send(200, completion(fake.model_name, step, len(fake.requests)))
+    def _send(self, status: int, doc: Any, extra: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(doc).encode(), "application/json", extra)
 
-        def _send(self, status: int, doc: Any, extra: dict[str, str] | None = None) -> None:
-            self._send_raw(status, json.dumps(doc).encode(), "application/json", extra)
+    def _send_raw(
+        self, status: int, data: bytes, ctype: str, extra: dict[str, str] | None = None
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("content-type", ctype)
+            self.send_header("content-length", str(len(data)))
+            for key, value in (extra or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (timeout or cancellation)
 
-        def _send_raw(
-            self, status: int, data: bytes, ctype: str, extra: dict[str, str] | None = None
-        ) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(data)))
-                for key, value in (extra or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the client gave up (timeout or cancellation)
 
+def _handler_for(fake: FakeModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_FakeModelHandler):
+        pass
+
+    Handler.fake = fake
     return Handler
