@@ -57,7 +57,9 @@ def pages_pdf(
     return _pages([_stream(content, compress=compress) for content in contents], labels)
 
 
-def _pages(streams: Sequence[bytes], labels: Sequence[str] = ()) -> bytes:
+def _pages(
+    streams: Sequence[bytes], labels: Sequence[str] = (), extra: Sequence[bytes] = ()
+) -> bytes:
     count = len(streams)
     # 1 catalog, 2 pages, 3 font, then per page: the page and its content stream.
     kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(count))
@@ -78,16 +80,22 @@ def _pages(streams: Sequence[bytes], labels: Sequence[str] = ()) -> bytes:
             b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
         )
         objects.append(stream)
-    return build_pdf(objects)
+    return build_pdf([*objects, *extra])
 
 
 def text_content(text: str) -> bytes:
     return b"BT /F1 12 Tf 72 720 Td (" + _escape(text) + b") Tj ET"
 
 
-def text_pdf(texts: Sequence[str], *, labels: Sequence[str] = ()) -> bytes:
-    """A PDF whose page ``i`` shows ``texts[i]``."""
-    return pages_pdf([text_content(text) for text in texts], labels=labels)
+def text_pdf(texts: Sequence[str], *, labels: Sequence[str] = (), padding: int = 0) -> bytes:
+    """A PDF whose page ``i`` shows ``texts[i]``; ``padding`` as for ``slow_pdf``."""
+    streams = [_stream(text_content(text)) for text in texts]
+    return _pages(streams, labels, _padding(padding))
+
+
+def _padding(size: int) -> list[bytes]:
+    """An object no page refers to, of about ``size`` bytes: a larger file, the same text."""
+    return [_stream(bytes(range(256)) * (size // 256 + 1))] if size else []
 
 
 def flate_bomb_pdf(decompressed_bytes: int) -> bytes:
@@ -124,8 +132,10 @@ def looping_pdf() -> bytes:
     return build_pdf(objects)
 
 
-def slow_pdf(pages: int, operators: int) -> bytes:
+def slow_pdf(pages: int, operators: int, *, padding: int = 0) -> bytes:
     """``pages`` pages of ``operators`` tiny text-showing operators each (compressed): much
-    work for the extractor, little text."""
+    work for the extractor, little text. ``padding``: that many more bytes, in an object no
+    page refers to (a larger file, the same work)."""
     content = b"BT /F1 1 Tf " + b"1 0 Td () Tj " * operators + b"ET"
-    return pages_pdf([content] * pages, compress=True)
+    streams = [_stream(content, compress=True)] * pages
+    return _pages(streams, extra=_padding(padding))

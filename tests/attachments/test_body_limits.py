@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from app.interfaces import GRPC, interface_url
 from app.testing.edge import EdgeHarness, edge_harness
-from app.testing.pdfs import slow_pdf
+from app.testing.pdfs import slow_pdf, text_pdf
 from tests.grpc.conftest import error_info, free_port, grpc_server
 
 MiB = 1024 * 1024
@@ -156,7 +156,8 @@ async def test_grpc_large_messages_take_a_slot(db_url: str) -> None:
             audience=interface_url(edge.settings, GRPC), tenant="docs", identity=edge.identity
         )
         metadata = (("authorization", f"Bearer {token}"), ("a2a-version", "1.0"))
-        caption = {"text": "x" * edge.settings.max_body_bytes}  # past the default limit
+        readable = text_pdf(["page"], padding=edge.settings.max_body_bytes)
+        large = {"raw": base64.b64encode(readable).decode(), "mediaType": "application/pdf"}
 
         def request(message_id: str, *parts: dict[str, Any]) -> Any:
             doc = {
@@ -166,18 +167,17 @@ async def test_grpc_large_messages_take_a_slot(db_url: str) -> None:
             }
             return json_format.ParseDict(doc, a2a_pb2.SendMessageRequest())
 
-        pdf = {
-            "raw": base64.b64encode(slow_pdf(32, 20_000)).decode(),
-            "mediaType": "application/pdf",
-        }
+        # A PDF past the default limit on its own: slow to read, so it holds the one slot.
+        slow_bytes = slow_pdf(32, 20_000, padding=edge.settings.max_body_bytes)
+        pdf = {"raw": base64.b64encode(slow_bytes).decode(), "mediaType": "application/pdf"}
         async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_server(edge).port}") as channel:
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             slow = asyncio.ensure_future(
-                stub.SendMessage(request("s-1", caption, pdf), metadata=metadata)
+                stub.SendMessage(request("s-1", {"text": "read"}, pdf), metadata=metadata)
             )
             await asyncio.sleep(0.5)
             with pytest.raises(grpc.aio.AioRpcError) as busy:
-                await stub.SendMessage(request("s-2", caption), metadata=metadata)
+                await stub.SendMessage(request("s-2", large), metadata=metadata)
             assert busy.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert error_info(busy.value).reason == "LARGE_BODIES_BUSY"
             small = await stub.SendMessage(request("s-3", {"text": "hi"}), metadata=metadata)
@@ -187,5 +187,5 @@ async def test_grpc_large_messages_take_a_slot(db_url: str) -> None:
                 await slow
             assert error_info(refused.value).reason == "CONTENT_TYPE_NOT_SUPPORTED"
             # The slot is free again.
-            later = await stub.SendMessage(request("s-4", caption), metadata=metadata)
+            later = await stub.SendMessage(request("s-4", large), metadata=metadata)
             assert later.task.status.state == a2a_pb2.TASK_STATE_SUBMITTED
