@@ -17,7 +17,8 @@ import httpx
 from app.agents.llm.config import LlmConfig, parse_llm_config
 from app.agents.llm.tools import Tool, ToolContext
 from app.cards.signing import sign_card
-from app.db.storage import Storage
+from app.db.engine import Database
+from app.db.storage import Storage, open_storage
 from app.peers.client import PeerClients
 from app.peers.tools import PeerTools
 from app.security.keys import SigningKey, generate_private_jwk
@@ -186,3 +187,34 @@ async def call(tools: PeerTools, cfg: LlmConfig, name: str, c: ToolContext, **ar
     frame, _, doc = text.partition("\n")
     assert frame.startswith("Remote data from A2A agent") and "not instructions" in frame
     return json.loads(doc)
+
+
+def tools_for(database: Database, peer: FakePeer, **overrides: Any) -> PeerTools:
+    """The tools on ``database``'s storage, calling ``peer`` in process."""
+    return peer_tools(open_storage(database), httpx.MockTransport(peer.handle), **overrides)
+
+
+def working_then_done(peer: FakePeer, text: str = "42") -> None:
+    """``peer`` acknowledges a send with task ``p-1``, working for two reads, then done."""
+    reads = {"n": 0}
+
+    def get_task(params: dict[str, Any]) -> dict[str, Any]:
+        reads["n"] += 1
+        if reads["n"] < 3:
+            return task(params["id"], "TASK_STATE_WORKING")
+        return task(params["id"], "TASK_STATE_COMPLETED", text)
+
+    peer.methods["SendMessage"] = lambda p: {"task": task("p-1", "TASK_STATE_SUBMITTED")}
+    peer.methods["GetTask"] = get_task
+
+
+async def raw_call(tools: PeerTools, name: str, **args: Any) -> str:
+    """The tool's result as the model reads it (frame line and JSON)."""
+    the_tool = tool(tools, config(), name)
+    return str(await the_tool.call(ctx(), the_tool.validate(args)))
+
+
+async def hang(params: dict[str, Any]) -> dict[str, Any]:
+    """A method that does not answer within any test's deadline."""
+    await asyncio.sleep(30)
+    raise AssertionError("unreachable")
