@@ -14,9 +14,10 @@ JWT's ``kid``/``jku`` against the expectation, ``aud`` = the full URL the reques
 and ``X-A2A-Notification-Token`` against the token registered for the path. A failed check
 is answered ``401`` and recorded with its reason.
 
-Faults: ``fail_first(n, status=503, retry_after=None)``, ``always(status)``,
-``hang(seconds)`` (answer only after sleeping, i.e. past the sender's timeout),
-``unauthorized(n)`` (401 for the first n attempts), ``redirect(location)`` (307).
+Faults (``app.testing.push_faults``): ``fail_first(n, status=503, retry_after=None)``,
+``always(status)``, ``hang(seconds)`` (answer only after sleeping, i.e. past the sender's
+timeout), ``unauthorized(n)`` (401 for the first n attempts), ``redirect(location)`` (307),
+``broken_body(kind)``.
 ``await rx.go_down()`` closes the listening socket (connection refused) and
 ``await rx.come_back()`` listens again on the same port.
 
@@ -41,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.security.keys import SigningKey
 from app.testing.gateway import JWKS_PATH, GatewayKit
+from app.testing.push_faults import Fault
 from app.testing.verify import Pin, VerificationError, verify_callback
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -57,52 +59,6 @@ class CallbackExpectation:
     @classmethod
     def for_key(cls, signing_key: SigningKey, jku: str) -> CallbackExpectation:
         return cls(key=signing_key.private_key.public_key(), pin=Pin(jku=jku, kid=signing_key.kid))
-
-
-@dataclass
-class Fault:
-    """Answer ``status`` for the first ``times`` attempts (``None``: every attempt)."""
-
-    status: int = 200
-    times: int | None = None
-    hang_seconds: float = 0.0
-    retry_after: str | None = None
-    location: str | None = None
-    # "drip": the status line and headers, then the body one byte a second (past any attempt
-    # deadline); "cut": the status line and headers, then part of the body and a closed socket.
-    broken_body: str | None = None
-    seen: int = 0
-
-    def applies(self) -> bool:
-        self.seen += 1
-        return self.times is None or self.seen <= self.times
-
-
-def fail_first(n: int, status: int = 503, retry_after: str | None = None) -> Fault:
-    return Fault(status=status, times=n, retry_after=retry_after)
-
-
-def always(status: int, retry_after: str | None = None) -> Fault:
-    return Fault(status=status, times=None, retry_after=retry_after)
-
-
-def unauthorized(n: int) -> Fault:
-    return Fault(status=401, times=n)
-
-
-def hang(seconds: float, times: int | None = None) -> Fault:
-    return Fault(status=200, times=times, hang_seconds=seconds)
-
-
-def redirect(location: str) -> Fault:
-    return Fault(status=307, times=None, location=location)
-
-
-def broken_body(kind: str, status: int = 200) -> Fault:
-    """Answer ``status`` at once, then break the body (``"drip"`` or ``"cut"``)."""
-    if kind not in ("drip", "cut"):
-        raise ValueError("broken_body: 'drip' or 'cut'")
-    return Fault(status=status, times=None, broken_body=kind)
 
 
 @dataclass(frozen=True)

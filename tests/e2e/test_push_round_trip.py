@@ -23,7 +23,8 @@ from app.tenants.registry import TenantRecord, TenantStore
 from app.testing.edge import demo_manifest
 from app.testing.gateway import GatewayKit
 from app.testing.jwks_server import serve_jwks
-from app.testing.push_receiver import CallbackExpectation, PushReceiver, hang, push_receiver
+from app.testing.push_faults import hang
+from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
 from tests.e2e.processes import Process, edge_env, free_port, process, until, wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

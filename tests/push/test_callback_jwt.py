@@ -12,7 +12,7 @@ from jwt import PyJWK
 from app.cards.service import CardService
 from app.security import keys as keys_module
 from app.security.keys import SigningKey
-from app.testing.push_receiver import fail_first
+from app.testing.push_faults import fail_first
 from tests.push.conftest import PushRig
 
 

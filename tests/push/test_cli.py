@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app.cli.main import main
-from app.testing.push_receiver import fail_first
+from app.testing.push_faults import fail_first
 from tests.push.conftest import PushRig
 
 

@@ -10,15 +10,8 @@ import pytest
 
 from app.db.outbox import cancel_undelivered
 from app.push.dead_letters import list_dead, replay
-from app.testing.push_receiver import (
-    always,
-    broken_body,
-    fail_first,
-    hang,
-    push_receiver,
-    redirect,
-    unauthorized,
-)
+from app.testing.push_faults import always, broken_body, fail_first, hang, redirect, unauthorized
+from app.testing.push_receiver import push_receiver
 from tests.polling import poll_until
 from tests.push.conftest import SCOPE, PushRig, payload
 

@@ -16,7 +16,8 @@ from app.db.push_outbox import DeadLetter
 from app.push.dead_letters import list_dead
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
-from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver, redirect
+from app.testing.push_faults import redirect
+from app.testing.push_receiver import CallbackExpectation, PushReceiver, push_receiver
 from tests.polling import poll_until
 from tests.push.conftest import FAST
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.push.store import OutboxStore
-from app.testing.push_receiver import always, fail_first, hang
+from app.testing.push_faults import always, fail_first, hang
 from tests.push.conftest import PushRig
 
 

@@ -7,7 +7,8 @@ import json
 import httpx
 
 from app.security.keys import SigningKey, generate_private_jwk
-from app.testing.push_receiver import CallbackExpectation, always, push_receiver
+from app.testing.push_faults import always
+from app.testing.push_receiver import CallbackExpectation, push_receiver
 
 JKU = "https://edge.test/.well-known/jwks.json"
 KEY = SigningKey.from_jwk_json(json.dumps(generate_private_jwk("edge-1")))

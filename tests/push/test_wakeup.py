@@ -10,7 +10,7 @@ import asyncio
 from app.db.engine import Database
 from app.db.signals import PUSH_CHANNEL as CHANNEL
 from app.db.signals import TURNS_CHANNEL as NOTIFY_CHANNEL
-from app.testing.push_receiver import hang
+from app.testing.push_faults import hang
 from tests.db.helpers import notifications
 from tests.polling import poll_until
 from tests.push.conftest import PushRig, edge_and_receiver, send
