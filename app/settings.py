@@ -378,6 +378,24 @@ def _variable_name(loc: tuple[int | str, ...]) -> str:
     return f"EDGE_{field.upper()}"
 
 
+# The environment variables the edge's own settings read besides ``EDGE_*``: its key, its
+# database, its origins, its tracing. None of them is a credential for another party.
+_ALIASES = frozenset(
+    str(choice).upper()
+    for info in Settings.model_fields.values()
+    if isinstance(info.validation_alias, AliasChoices)
+    for choice in info.validation_alias.choices
+)
+
+
+def is_edge_variable(name: str) -> bool:
+    """Whether ``name`` is an environment variable of the edge's own settings (any
+    ``EDGE_*``, ``A2A_SIGNING_KEY``, ``DATABASE_URL``...): an agent's config may never name
+    one as a credential to send elsewhere."""
+    upper = name.upper()
+    return upper.startswith("EDGE_") or upper in _ALIASES
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build settings from the environment (plus explicit overrides, for tests).
 

@@ -22,7 +22,7 @@ from app.errors import PeerCallFailed
 from app.peers.directory import Peer
 from app.security.keys import SigningKey
 from app.security.peer_tokens import peer_token
-from app.settings import Settings
+from app.settings import Settings, is_edge_variable
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
@@ -48,7 +48,9 @@ class PeerAuth:
         """The auth of calls to ``audience`` (the chosen interface's url)."""
         env = peer.entry.bearer_env
         if env is not None:
-            value = self._environ.get(env, "")
+            # A config that passed the directory's checks never names an edge setting; one
+            # stored before that rule, or built around it, still never sends one.
+            value = "" if is_edge_variable(env) else self._environ.get(env, "")
             if not _HEADER_SAFE.fullmatch(value):
                 raise PeerCallFailed(
                     f"the environment variable {env} (auth.bearer_env of {peer.name!r}) is "

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.agents.llm.peer_directory import BearerEnv
 from app.db.engine import Database
 from app.db.storage import open_storage
 from tests.peers.kit import (
@@ -346,3 +347,16 @@ async def test_each_call_logs_our_tenant_task_peer_and_outcome(
     )
     assert counted == 1
     assert "t0k3n" not in caplog.text  # the bearer token is never logged
+
+
+async def test_an_edge_setting_is_never_sent_as_a_bearer_token(database: Database) -> None:
+    """A directory entry built around the config's checks (stored before them, say) that
+    names the edge's signing key: refused before any request, the key never sent."""
+    peer = FakePeer()
+    cfg = config()
+    entry = cfg.agents["helper"]
+    auth = BearerEnv.model_construct(bearer_env="A2A_SIGNING_KEY")
+    sneaky = cfg.model_copy(update={"agents": {"helper": entry.model_copy(update={"auth": auth})}})
+    tools = tools_for(database, peer, environ={"A2A_SIGNING_KEY": "the-private-jwk"})
+    got = await call(tools, sneaky, "a2a_send", ctx(), agent="helper", text="x")
+    assert got["error"] == "AUTH_UNAVAILABLE" and peer.sent == [] and peer.headers == []

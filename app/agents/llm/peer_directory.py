@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.origins import OriginError, parse_url
+from app.settings import is_edge_variable
 
 EDGE_TOKEN = "edge-token"  # noqa: S105 - the name of an auth kind, not a secret
 AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -108,9 +109,18 @@ class BearerEnv(BaseModel):
     @field_validator("bearer_env")
     @classmethod
     def _env_name(cls, value: str) -> str:
-        if not _ENV_NAME.fullmatch(value):
-            raise ValueError("must be an environment variable name (letters, digits, _)")
-        return value
+        return _bearer_env(value)
+
+
+def _bearer_env(value: object) -> str:
+    """``value`` when it may name the variable holding a peer's token: a variable name, and
+    not one of the edge's own settings (its signing key or database URL would otherwise be
+    sent to whatever URL the entry names)."""
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise ValueError("bearer_env: must be an environment variable name (letters, digits, _)")
+    if is_edge_variable(value):
+        raise ValueError("bearer_env: must not name one of the edge's own settings")
+    return value
 
 
 class PeerEntry(BaseModel):
@@ -136,11 +146,7 @@ class PeerEntry(BaseModel):
         if value == EDGE_TOKEN:
             return value
         if isinstance(value, dict) and set(value) == {"bearer_env"}:
-            name = value["bearer_env"]
-            if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
-                raise ValueError(
-                    "bearer_env: must be an environment variable name (letters, digits, _)"
-                )
+            _bearer_env(value["bearer_env"])
             return value
         raise ValueError('must be "edge-token" or {"bearer_env": "NAME"}')
 

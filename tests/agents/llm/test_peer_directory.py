@@ -90,3 +90,14 @@ def test_a_literal_credential_is_refused_without_echoing_it(entry: dict[str, Any
 def test_names_and_ids_are_not_mistaken_for_credentials(value: str) -> None:
     assert not looks_like_credential(value)
     assert not looks_like_credential("https://agent.example.com/a2a/v1")
+
+
+@pytest.mark.parametrize(
+    "variable", ["A2A_SIGNING_KEY", "DATABASE_URL", "EDGE_PUSH_SECRET_KEY", "edge_x", "PUBLIC_URL"]
+)
+def test_bearer_env_may_not_name_one_of_the_edges_own_settings(variable: str) -> None:
+    """Else the edge's signing key or database URL would go, as a bearer token, to whatever
+    URL the entry names."""
+    entry = {"url": "https://b.example", "auth": {"bearer_env": variable}}
+    with pytest.raises(LlmConfigError, match="edge's own settings"):
+        _config({"b": entry})
