@@ -112,10 +112,10 @@ class PdfExtractor:
             raise refusal("document_unreadable", index)
         async with self._slots:
             answer = await self._run(data)
-        pages = answer.get("pages")
-        if not isinstance(pages, list) or not pages:
+        pages = _pages(answer.get("pages"))
+        if not pages:
             raise refusal(str(answer.get("refused") or "document_unreadable"), index)
-        return PdfText(tuple(PdfPage(str(label), str(text)) for label, text in pages))
+        return PdfText(pages)
 
     async def _run(self, data: bytes) -> dict[str, Any]:
         """The child's answer; the child is killed on the deadline or if the caller goes
@@ -150,13 +150,24 @@ class PdfExtractor:
         return _answer(process.returncode, output)
 
 
+def _pages(found: object) -> tuple[PdfPage, ...]:
+    """The answer's ``[[label, text], ...]`` as pages; none when it is not that shape."""
+    if not isinstance(found, list):
+        return ()
+    pages = [
+        PdfPage(item[0], item[1])
+        for item in found
+        if isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item)
+    ]
+    return tuple(pages) if len(pages) == len(found) else ()
+
+
 def _answer(returncode: int | None, output: bytes) -> dict[str, Any]:
     if returncode == -signal.SIGXCPU:
         return {"refused": "document_deadline"}  # its RLIMIT_CPU
     if returncode == -signal.SIGKILL:
-        return {
-            "refused": "document_memory"
-        }  # not ours (the deadline answered first): the OOM killer
+        # Not ours (the deadline answered first): the kernel's OOM killer.
+        return {"refused": "document_memory"}
     if returncode != 0 or len(output) > _MAX_ANSWER_BYTES:
         return {"refused": "document_unreadable"}
     try:
