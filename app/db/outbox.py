@@ -33,8 +33,10 @@ async def enqueue_push(
     kind: PushKind,
     message_key: str,
     payload: dict[str, Any],
+    trace_context: dict[str, str] | None = None,
 ) -> int:
-    """Queue ``payload`` (a protobuf-JSON ``StreamResponse``) for every push config of the task.
+    """Queue ``payload`` (a protobuf-JSON ``StreamResponse``) for every push config of the task,
+    with ``trace_context``: the W3C context of the turn that queues it (its attempts' parent).
 
     Returns the number of rows written (0 when the task has no push config). ``wake``: the
     deliverers' channel of the storage ``session`` belongs to, woken at commit.
@@ -62,6 +64,7 @@ async def enqueue_push(
                 message_key=message_key,
                 kind=kind,
                 payload=payload,
+                trace_context=trace_context,
                 status=PENDING,
                 attempts=0,
             )

@@ -140,7 +140,7 @@ class PushOutboxStore(Protocol):
         """Re-queue dead rows (all when ``ids`` is None) and wake every deliverer."""
         ...
 
-    async def trace_payload(self, push: ClaimedPush) -> dict[str, Any] | None:
-        """The payload of the latest turn of the push's task (its trace context, issue 53),
-        None when the task has none left."""
+    async def trace_context(self, push: ClaimedPush) -> dict[str, Any] | None:
+        """The W3C trace context of the turn that queued the push (issue 53): kept with the
+        row; for a row queued without one, the task's latest turn's; None when neither."""
         ...

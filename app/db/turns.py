@@ -102,6 +102,7 @@ class Progress:
     at: datetime
     key: str  # the push's message key
     push: dict[str, Any]
+    trace: dict[str, str] | None = None  # the writing turn's trace context, kept with the push
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class OutcomeWrite:
     message: dict[str, Any] | None  # the agent's message appended to the history
     key: str  # its message key, and the final push's
     push: dict[str, Any]
+    trace: dict[str, str] | None = None  # the writing turn's trace context, kept with the push
 
 
 @dataclass(frozen=True)

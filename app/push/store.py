@@ -16,7 +16,7 @@ from app.db.push_outbox import ClaimedPush as ClaimedPush
 from app.db.push_outbox import OutboxGauges as OutboxGauges
 from app.db.push_outbox import PushRecord
 from app.push.policy import Decision, Verdict
-from app.tracing.spans import stored_carrier
+from app.tracing.spans import well_formed
 
 
 class OutboxStore:
@@ -64,7 +64,6 @@ class OutboxStore:
         return await self._store.gauges()
 
     async def trace_parent(self, push: ClaimedPush) -> dict[str, str] | None:
-        """The trace context stored with the task's latest turn, to continue its trace
-        (read only when tracing is on: the caller checks)."""
-        payload = await self._store.trace_payload(push)
-        return None if payload is None else stored_carrier(payload)
+        """The trace context of the turn that queued the push, to continue its trace (read
+        only when tracing is on: the caller checks)."""
+        return well_formed(await self._store.trace_context(push))

@@ -38,6 +38,7 @@ from app.tasks import states
 from app.tasks.outcome import TurnOutcome, outcome_message_key
 from app.tasks.wire import agent_message, normalise, status_doc, utcnow
 from app.text import shown
+from app.tracing.spans import carrier
 
 
 class TurnWrites:
@@ -74,7 +75,7 @@ class TurnWrites:
             message = agent_message(task_id=task_id, context_id=context_id, key=step_key, text=text)
             status = status_doc(states.WORKING, now, message)
             push = {"task": {"id": task_id, "contextId": context_id, "status": status}}
-            return Progress(status=status, at=now, key=step_key, push=push)
+            return Progress(status=status, at=now, key=step_key, push=push, trace=carrier())
 
         return await self._store.record_progress(
             scope,
@@ -174,4 +175,5 @@ def compose_outcome(task_id: str, outcome: TurnOutcome, basis: KnownTask) -> Out
         message=message,
         key=key,
         push={"task": task},
+        trace=carrier(),
     )

@@ -128,7 +128,11 @@ def current_ids() -> tuple[str, str] | None:
 
 def stored_carrier(payload: Mapping[str, Any]) -> dict[str, str] | None:
     """The carrier a turn's payload holds (``traceContext``), if well-formed."""
-    found = payload.get("traceContext")
+    return well_formed(payload.get("traceContext"))
+
+
+def well_formed(found: Any) -> dict[str, str] | None:
+    """A stored carrier's string headers (None: not a mapping, or none left)."""
     if not isinstance(found, Mapping):
         return None
     return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} or None

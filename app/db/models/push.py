@@ -61,6 +61,9 @@ class PushOutboxRow(Base):
     message_key: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # progress | final
     payload: Mapped[dict[str, Any]] = mapped_column(JsonDoc, nullable=False)
+    # The W3C trace context of the turn that queued the row (issue 53): its attempts join
+    # that turn's trace. None: tracing was off, or queued before this column existed.
+    trace_context: Mapped[dict[str, str] | None] = mapped_column(JsonDoc, nullable=True)
     # pending | delivered | dead | canceled (app.db.outbox)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)

@@ -190,5 +190,5 @@ class PostgresPushOutbox:
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         return await self._shared.replay(ids=ids, tenant=tenant)
 
-    async def trace_payload(self, push: ClaimedPush) -> dict[str, Any] | None:
-        return await self._shared.trace_payload(push)
+    async def trace_context(self, push: ClaimedPush) -> dict[str, Any] | None:
+        return await self._shared.trace_context(push)

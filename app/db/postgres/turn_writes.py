@@ -90,9 +90,10 @@ SELECT state, context_id, artifacts::text, version,
 # $11 version read, $12 history position read, $13 agent message (NULL: none),
 # $14 message key, $15 push payload, $16 wake-up channel; $17 whether to settle the turn
 # (``SettleTurn``): $18 its id, $19 its final status, $20 its last error, $21 the unfinished
-# turn statuses. Settling rides on the task write (only if it applied, under its fence), and
-# the identity's next head is read as ``mailbox.settle_and_head`` reads it: the settled turn
-# left out by id, since the statement's snapshot predates the update.
+# turn statuses; $22 the push's trace context. Settling rides on the task write (only if it
+# applied, under its fence), and the identity's next head is read as
+# ``mailbox.settle_and_head`` reads it: the settled turn left out by id, since the
+# statement's snapshot predates the update.
 _FINISH_WRITE_SQL = (
     """
 WITH task AS (
@@ -112,8 +113,8 @@ WITH task AS (
     SELECT $1, $5, $12, 'ROLE_AGENT', $13::jsonb FROM task WHERE $13::jsonb IS NOT NULL
 ), push AS (
     INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key, kind,
-                             payload, status, attempts)
-    SELECT $1, $2, $5, c.id, $14, 'final', $15::jsonb, 'pending', 0
+                             payload, status, attempts, trace_context)
+    SELECT $1, $2, $5, c.id, $14, 'final', $15::jsonb, 'pending', 0, $22::jsonb
       FROM task, push_configs c
      WHERE c.tenant = $1 AND c.identity = $2 AND c.task_id = $5
     RETURNING 1
@@ -135,8 +136,9 @@ SELECT (SELECT count(*) FROM task) AS applied,
 
 
 # $5 task id, $6 status, $7 updated_at, $8 allowed states, $9 the context id the documents
-# were composed with, $10 message key, $11 push payload, $12 wake-up channel. The outbox rows
-# are written only if the guarded UPDATE applied (data-modifying CTEs: atomic, one statement).
+# were composed with, $10 message key, $11 push payload, $12 wake-up channel, $13 the push's
+# trace context. The outbox rows are written only if the guarded UPDATE applied
+# (data-modifying CTEs: atomic, one statement).
 _PROGRESS_SQL = (
     """
 WITH task AS (
@@ -149,8 +151,8 @@ WITH task AS (
     RETURNING id
 ), push AS (
     INSERT INTO push_outbox (tenant, identity, task_id, config_id, message_key, kind,
-                             payload, status, attempts)
-    SELECT $1, $2, $5, c.id, $10, 'progress', $11::jsonb, 'pending', 0
+                             payload, status, attempts, trace_context)
+    SELECT $1, $2, $5, c.id, $10, 'progress', $11::jsonb, 'pending', 0, $13::jsonb
       FROM task, push_configs c
      WHERE c.tenant = $1 AND c.identity = $2 AND c.task_id = $5
     RETURNING 1
@@ -243,6 +245,7 @@ class PostgresTurnWrites:
             progress.key,
             _json(progress.push),
             self._pushes.remote_channel(),
+            None if progress.trace is None else _json(progress.trace),
         )
         if written is None or written["applied"] != 1:
             return False
@@ -321,6 +324,7 @@ class PostgresTurnWrites:
             self._pushes.remote_channel(),
             *_settle_params(settle),
             list(states.UNFINISHED_TURNS),
+            None if write.trace is None else _json(write.trace),
         )
         if written is None or written["applied"] != 1:
             return REFUSED

@@ -174,8 +174,13 @@ class SharedPushOutbox:
             for r in rows
         ]
 
-    async def trace_payload(self, push: ClaimedPush) -> dict[str, Any] | None:
+    async def trace_context(self, push: ClaimedPush) -> dict[str, Any] | None:
         async with self._db.transaction() as session:
+            kept = await session.scalar(
+                select(PushOutboxRow.trace_context).where(PushOutboxRow.id == push.id)
+            )
+            if isinstance(kept, Mapping):
+                return dict(kept)
             found = await session.scalar(
                 select(TurnRow.payload)
                 .where(
@@ -186,7 +191,8 @@ class SharedPushOutbox:
                 .order_by(TurnRow.id.desc())
                 .limit(1)
             )
-        return dict(found) if isinstance(found, Mapping) else None
+        context = found.get("traceContext") if isinstance(found, Mapping) else None
+        return dict(context) if isinstance(context, Mapping) else None
 
     async def replay(self, *, ids: list[int] | None, tenant: str | None) -> ReplayReport:
         """A replayed row starts over: ``pending``, zero attempts, due now. A dead row whose

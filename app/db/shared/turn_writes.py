@@ -105,6 +105,7 @@ class SharedTurnWrites:
                 kind="progress",
                 message_key=progress.key,
                 payload=progress.push,
+                trace_context=progress.trace,
             )
             return True
 
@@ -168,6 +169,7 @@ class SharedTurnWrites:
             kind="final",
             message_key=write.key,
             payload=write.push,
+            trace_context=write.trace,
         )
 
     async def snapshot(self, scope: CallerScope, task_id: str) -> TaskSnapshot | None:
