@@ -2,7 +2,9 @@
 client's and httpx's exceptions translated in one place. The peer's own error text is never
 kept (it can carry credentials or diagnostics): only its A2A error name, JSON-RPC code or HTTP
 status. ``delivered=False`` only where a send certainly did not reach the peer's agent: the
-connection never opened, or the peer refused the request (a 3xx or 4xx, an A2A error)."""
+connection never opened, or the peer refused the request (a 3xx or 4xx, an A2A error that
+refuses a request). An internal error, an invalid agent response or a code outside A2A's
+table can come after the peer took the message: those are uncertain."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from app.peers.transport import EncodedResponse, ResponseTooLarge
 
 _RPC_CODE = re.compile(r"JSON-RPC Error (-?\d{1,6})\b")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+# A2A errors (A2A §5.4) that may be answered after the agent took a message.
+_MAYBE_TAKEN = frozenset({"INTERNAL", "INVALID_AGENT_RESPONSE"})
 
 
 def error_name(exc: A2AError) -> str:
@@ -41,7 +45,7 @@ def translate(exc: BaseException, what: str) -> PeerCallFailed:
             f"{what}: the peer answered with error {name}",
             reason="peer_error",
             code=name,
-            delivered=False,
+            delivered=name in _MAYBE_TAKEN,
         )
     cause = exc.__cause__ if isinstance(exc, A2AClientError) else exc
     if isinstance(cause, httpx.HTTPStatusError):
@@ -55,11 +59,10 @@ def translate(exc: BaseException, what: str) -> PeerCallFailed:
     if isinstance(exc, A2AClientError):
         found = _RPC_CODE.search(str(exc))
         if found is not None:
-            return PeerCallFailed(
+            return PeerCallFailed(  # a code the SDK does not know: not a known refusal
                 f"{what}: the peer answered with error {found.group(1)}",
                 reason="peer_error",
                 code=found.group(1),
-                delivered=False,
             )
     if isinstance(cause, json.JSONDecodeError) or isinstance(exc, A2AClientError | ValueError):
         return PeerCallFailed(f"{what}: the answer is not valid A2A", reason="bad_response")

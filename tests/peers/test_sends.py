@@ -5,6 +5,7 @@ deadline) nothing is sent twice and the model is told what is known. Both backen
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -257,3 +258,42 @@ async def test_two_runs_of_one_call_at_once_send_it_once(database: Database) -> 
         "TASK_STATE_SUBMITTED",
     ]
     assert len(peer.sent) == 1 and first["messageId"] == second["messageId"]
+
+
+async def test_garbage_in_answer_to_a_send_is_uncertain_and_never_sent_again(
+    database: Database,
+) -> None:
+    """The request left and the answer cannot be read: the peer may have the message."""
+    peer = FakePeer()
+    peer.methods["SendMessage"] = lambda p: httpx.Response(200, content=b"<html>oops</html>")
+    tools = tools_for(database, peer)
+    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert got["error"] == "DELIVERY_UNCERTAIN" and got["cause"] == "BAD_RESPONSE"
+    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert again["error"] == "DELIVERY_UNCERTAIN" and again["resumed"] is True
+    assert len(peer.sent) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        (-32603, "DELIVERY_UNCERTAIN"),  # internal error: perhaps after it took the message
+        (-32006, "DELIVERY_UNCERTAIN"),  # invalid agent response: likewise
+        (-32099, "DELIVERY_UNCERTAIN"),  # a code outside A2A's table: not a known refusal
+        (-32602, "PEER_ERROR"),  # invalid params: refused before any work
+        (-32005, "PEER_ERROR"),  # content type not supported: likewise
+    ],
+)
+async def test_only_an_a2a_refusal_counts_as_not_taken(
+    database: Database, code: int, error: str
+) -> None:
+    peer = FakePeer()
+    failure = {"code": code, "message": "boom at /srv/secret-diagnostic"}
+    peer.methods["SendMessage"] = lambda p: httpx.Response(
+        200, json={"jsonrpc": "2.0", "id": "1", "error": failure}
+    )
+    tools = tools_for(database, peer)
+    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    assert got["error"] == again["error"] == error and again["resumed"] is True
+    assert "secret-diagnostic" not in json.dumps([got, again]) and len(peer.sent) == 1
