@@ -168,7 +168,8 @@ class DelegatingTurn:
                 assert saved is not None
                 return asking.question(saved, self.ctx.task_id, round_no)
             call, reply = decision.call, decision.reply
-            await self._save(f"round:{round_no}:ack", ModelResponse(parts=[call]))
+            at = asking.at(self.ctx.clock())
+            await self._save(f"round:{round_no}:ack", ModelResponse(parts=[call], timestamp=at))
             rows = await self.store.create_round(self.scope, round_no, decision.subtasks)
         elif ack is not None:
             call = history.calls_of(message_of(ack))[0]
@@ -180,7 +181,8 @@ class DelegatingTurn:
         else:
             call = _recovered_call(round_no, rows, self.policy.recovered_reply)
             reply = self.policy.recovered_reply
-            await self._save(f"round:{round_no}:ack", ModelResponse(parts=[call]))
+            at = asking.at(self.ctx.clock())
+            await self._save(f"round:{round_no}:ack", ModelResponse(parts=[call], timestamp=at))
         if all(row.status == st.PENDING for row in rows):
             await self._push(f"round-{round_no}:ack", reply)
         return call, rows
@@ -279,9 +281,9 @@ class DelegatingTurn:
         return total
 
     def _started(self) -> float:
-        """When the task's rounds began: the first round's acknowledgement, saved with its
-        time (a turn taken over keeps counting from there), else this run's start."""
-        first = self._entry("round:1:ack")
+        """When the task's rounds began: the first round's acknowledgement or question, saved
+        with its time (a turn taken over keeps counting from there), else this run's start."""
+        first = self._entry("round:1:ack") or self._entry(asking.ask_suffix(1))
         if first is None:
             return self.begun
         message = message_of(first)
