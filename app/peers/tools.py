@@ -15,17 +15,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from a2a.types import AgentCard
-
 from app.agents.contract import AgentResult, TurnContext
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.tools import Tool, ToolContext, tool_from_function
 from app.db.peer_sends import PeerSendStore
 from app.errors import PeerCallFailed
 from app.peers.answers import (
-    CARDS_FRAME,
     JsonDict,
-    bounded,
     failure_answer,
     render,
     task_answer,
@@ -33,16 +29,12 @@ from app.peers.answers import (
 from app.peers.client import PeerClients, PeerSession
 from app.peers.directory import Peer, resolve
 from app.peers.ids import check_ids
+from app.peers.listing import agents_page, card_entry, page_of
 from app.peers.metrics import PeerMetrics
 from app.peers.sends import DurableSends, Outgoing, Speaker
 
 log = logging.getLogger("looping.peers")
 
-PAGE_SIZE = 5
-MAX_SKILLS = 8
-MAX_DESCRIPTION = 400  # bytes of a card's description shown
-MAX_SKILL_TEXT = 200  # bytes of a skill's name or description shown
-MAX_WORD = 64  # bytes of an id, a tag or a mode
 ANSWER_MARGIN_SECONDS = 1.0  # of the agent's tool deadline, left for the answer to be saved
 PartyName = Callable[[str], Awaitable[str]]
 OUT_OF_TIME = PeerCallFailed(
@@ -109,11 +101,21 @@ class PeerTools:
         try:
             peer = resolve(config, name)
             async with in_time(ends), self._connect(peer, us) as s:
-                return _card_entry(name, await s.live_card())
+                return card_entry(name, await s.live_card())
         except TimeoutError:
             return {"name": name, "error": "TIMEOUT"}
         except PeerCallFailed as failure:
             return {"name": name, "error": failure.reason.upper()}
+
+    async def list_agents(self, config: LlmConfig, ctx: ToolContext, page: int) -> str:
+        """A page of the directory with each agent's live card, within the tool output cap;
+        one log line and count per card read (``CARD``, or the error code)."""
+        shown, next_page = page_of(list(config.agents), page)
+        cards = await asyncio.gather(*(self.card_of(config, n, ctx) for n in shown))
+        for card in cards:
+            outcome = {"ok": "error" not in card, "agent": card["name"], "state": "CARD"}
+            _logged(self, "a2a_agents", ctx, {**outcome, "error": card.get("error")})
+        return agents_page(cards, next_page, config.max_tool_output_bytes)
 
     async def read(
         self, config: LlmConfig, ctx: ToolContext, name: str, task_id: str, wait: bool
@@ -194,52 +196,6 @@ async def _refused_cancel(
     return failure_answer(peer.name, failure, **extra)
 
 
-def _text(value: str, limit: int) -> str:
-    return bounded(value, limit)[0]
-
-
-def _words(values: Sequence[str], count: int) -> list[str]:
-    return [_text(v, MAX_WORD) for v in values[:count]]
-
-
-def _card_entry(name: str, card: AgentCard) -> JsonDict:
-    skills = [
-        {
-            "id": _text(s.id, MAX_WORD),
-            "name": _text(s.name, MAX_SKILL_TEXT),
-            "description": _text(s.description, MAX_SKILL_TEXT),
-            "tags": _words(s.tags, 5),
-        }
-        for s in card.skills[:MAX_SKILLS]
-    ]
-    return {
-        "name": name,
-        "cardName": _text(card.name, MAX_SKILL_TEXT),
-        "description": _text(card.description, MAX_DESCRIPTION),
-        "skills": skills,
-        "moreSkills": max(0, len(card.skills) - MAX_SKILLS),
-        "inputModes": _words(card.default_input_modes, 8),
-        "outputModes": _words(card.default_output_modes, 8),
-        "streaming": bool(card.capabilities.streaming),
-    }
-
-
-def _agents_page(cards: Sequence[JsonDict], next_page: int | None, cap: int) -> str:
-    """The page of cards; in compact form (skills by id and name only) when the full one
-    would not fit the agent's tool output cap."""
-    doc: JsonDict = {"ok": True, "agents": list(cards)}
-    if next_page is not None:
-        doc["nextPage"] = next_page
-    text = render(doc, max_bytes=cap, frame=CARDS_FRAME)
-    if len(text.encode()) <= cap:
-        return text
-    compact = [
-        {**c, "skills": [{"id": s["id"], "name": s["name"]} for s in c.get("skills", ())]}
-        for c in cards
-    ]
-    return render({**doc, "agents": compact, "compact": True}, max_bytes=cap, frame=CARDS_FRAME)
-
-
 def _logged(peers: PeerTools, tool: str, ctx: ToolContext, answer: JsonDict) -> JsonDict:
     """One log line and one count per call: our tenant and task, the agent (log only), the
     tool and its outcome (a state or an error code)."""
@@ -259,15 +215,7 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
     async def a2a_agents(ctx: ToolContext, page: int = 1) -> str:
         """List the A2A agents you may call, with their live card (description, skills,
         input and output modes, streaming). Five per page; ``nextPage`` when there are more."""
-        names = list(config.agents)
-        start = (max(page, 1) - 1) * PAGE_SIZE
-        shown = names[start : start + PAGE_SIZE]
-        cards = await asyncio.gather(*(peers.card_of(config, n, ctx) for n in shown))
-        for card in cards:  # one line and count per card read: CARD, or the error code
-            outcome = {"ok": "error" not in card, "agent": card["name"], "state": "CARD"}
-            _logged(peers, "a2a_agents", ctx, {**outcome, "error": card.get("error")})
-        more = start + PAGE_SIZE < len(names)
-        return _agents_page(cards, max(page, 1) + 1 if more else None, cap)
+        return await peers.list_agents(config, ctx, page)
 
     async def a2a_send(
         ctx: ToolContext,
