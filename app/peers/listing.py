@@ -1,11 +1,11 @@
 """What ``a2a_agents`` shows of the directory: pages of five agents, each with its live card
 bounded (its description, at most eight skills, its input and output modes, whether it
-streams), framed as remote data, and in compact form (skills by id and name only) when a page
-would not fit the agent's tool output cap."""
+streams), framed as remote data, and in a smaller form (skills by id and name only; then only
+each agent's names) when a page would not fit the agent's tool output cap."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from a2a.types import AgentCard
 
@@ -56,17 +56,32 @@ def card_entry(name: str, card: AgentCard) -> JsonDict:
     }
 
 
+def _compact(card: JsonDict) -> JsonDict:
+    return {**card, "skills": [{"id": s["id"], "name": s["name"]} for s in card.get("skills", ())]}
+
+
+def _minimal(card: JsonDict) -> JsonDict:
+    return {k: card[k] for k in ("name", "cardName", "streaming", "error") if k in card}
+
+
+# Each form of a page, smaller than the one before, and what it adds to the page.
+_FORMS: tuple[tuple[Callable[[JsonDict], JsonDict], JsonDict], ...] = (
+    (lambda card: card, {}),
+    (_compact, {"compact": True}),
+    (_minimal, {"compact": True, "minimal": True}),
+)
+
+
 def agents_page(cards: Sequence[JsonDict], next_page: int | None, cap: int) -> str:
-    """The page of cards; in compact form (skills by id and name only) when the full one
-    would not fit the agent's tool output cap."""
-    doc: JsonDict = {"ok": True, "agents": list(cards)}
+    """The page of cards in the first form that fits the agent's tool output cap: whole,
+    compact (skills by id and name only), or minimal (each agent's names and streaming)."""
+    doc: JsonDict = {"ok": True}
     if next_page is not None:
         doc["nextPage"] = next_page
-    text = render(doc, max_bytes=cap, frame=CARDS_FRAME)
-    if len(text.encode()) <= cap:
-        return text
-    compact = [
-        {**c, "skills": [{"id": s["id"], "name": s["name"]} for s in c.get("skills", ())]}
-        for c in cards
-    ]
-    return render({**doc, "agents": compact, "compact": True}, max_bytes=cap, frame=CARDS_FRAME)
+    text = ""
+    for shrink, marks in _FORMS:
+        page = {**doc, "agents": [shrink(c) for c in cards], **marks}
+        text = render(page, max_bytes=cap, frame=CARDS_FRAME)
+        if len(text.encode()) <= cap:
+            break
+    return text

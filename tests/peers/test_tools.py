@@ -360,3 +360,28 @@ async def test_an_edge_setting_is_never_sent_as_a_bearer_token(database: Databas
     tools = tools_for(database, peer, environ={"A2A_SIGNING_KEY": "the-private-jwk"})
     got = await call(tools, sneaky, "a2a_send", ctx(), agent="helper", text="x")
     assert got["error"] == "AUTH_UNAVAILABLE" and peer.sent == [] and peer.headers == []
+
+
+async def test_a_page_of_the_largest_cards_still_fits_the_default_cap(database: Database) -> None:
+    """Cards at every bound (names and descriptions of escaped characters): the page stays
+    one JSON document within the default 16 KiB cap, never cut mid-document by the loop (the
+    agents' names and streaming kept when the compact form is too large)."""
+    peer = FakePeer()
+    wide = '"\\' * 150  # each character escaped: twice its bytes in JSON
+    skills = [
+        {"id": f"s{i}{wide}", "name": wide, "description": wide, "tags": [wide] * 5}
+        for i in range(10)
+    ]
+    big = {**peer.card(), "name": wide, "description": wide, "skills": skills}
+    big["defaultInputModes"] = big["defaultOutputModes"] = [wide] * 9
+    peer.card_override = lambda: httpx.Response(200, json=big)
+    five = config(max_tool_output_bytes=16384).model_copy(
+        update={"agents": {f"a{i}": config().agents["helper"] for i in range(5)}}
+    )
+    listing = tool(tools_for(database, peer), five, "a2a_agents")
+    text = await listing.call(ctx(), listing.validate({}))
+    page = json.loads(text.partition("\n")[2])
+    assert len(text.encode()) <= 16384 and [a["name"] for a in page["agents"]] == [
+        f"a{i}" for i in range(5)
+    ]
+    assert page["minimal"] is True and page["agents"][0]["streaming"] is False
