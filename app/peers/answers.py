@@ -23,6 +23,7 @@ from google.protobuf.json_format import MessageToDict
 
 from app.errors import PeerCallFailed
 from app.peers.directory import Peer
+from app.peers.ids import is_safe_id
 
 MAX_TEXT_BYTES = 32 * 1024
 MAX_REFERENCES = 16
@@ -103,6 +104,12 @@ def _collect(
     return texts, refs
 
 
+def _usable(peer_id: str) -> str | None:
+    """A task or context id the peer named, when the tools could use it again (bounded, safe
+    in a URL path segment); else ``None``: an id is no place for a peer's text."""
+    return peer_id if is_safe_id(peer_id) else None
+
+
 def state_name(state: int) -> str:
     return str(TaskState.Name(state))
 
@@ -116,8 +123,8 @@ def task_answer(peer: Peer, task: Task, **extra: Any) -> JsonDict:
     answer: JsonDict = {
         "ok": True,
         "agent": peer.name,
-        "taskId": task.id,
-        "contextId": task.context_id,
+        "taskId": _usable(task.id),
+        "contextId": _usable(task.context_id),
         "state": state_name(task.status.state),
         **extra,
     }
@@ -131,7 +138,7 @@ def message_answer(peer: Peer, message: Message, **extra: Any) -> JsonDict:
         "ok": True,
         "agent": peer.name,
         "taskId": None,
-        "contextId": message.context_id or None,
+        "contextId": _usable(message.context_id),
         "state": "MESSAGE",
         **extra,
     }

@@ -108,3 +108,18 @@ async def test_a_peer_answer_cannot_close_its_frame(database: Database) -> None:
     frame, doc = raw.splitlines()
     assert frame.startswith("Remote data from A2A agent 'helper'")
     assert json.loads(doc)["text"] == forged
+
+
+async def test_ids_the_tools_cannot_use_are_not_shown(database: Database) -> None:
+    """A peer's task or context id is shown only when the tools could use it again: a huge
+    or path-leaving one would only carry the peer's text past the bound."""
+    peer = FakePeer()
+    peer.methods["GetTask"] = lambda p: task(
+        "../x", "TASK_STATE_COMPLETED", "ok", contextId="c" * 100_000
+    )
+    small = config(max_tool_output_bytes=4096)
+    get = tool(tools_for(database, peer), small, "a2a_get_task")
+    text = await get.call(ctx(), get.validate({"agent": "helper", "task_id": "p-1"}))
+    got = json.loads(text.partition("\n")[2])
+    assert got["taskId"] is None and got["contextId"] is None and got["text"] == "ok"
+    assert len(text.encode()) <= 4096
