@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.types import Role, SendMessageRequest
+from a2a.types import Message, Role, SendMessageRequest
 from google.protobuf import json_format
 
 from app.attachments.images import check_attachments
@@ -35,7 +35,9 @@ MAX_TASK_ID = 64  # server-generated UUIDs: anything longer names no task of our
 
 @dataclass(frozen=True)
 class SendRequest:
-    message: dict[str, Any]  # protobuf-JSON Message as received (normalised)
+    # protobuf-JSON Message as received (normalised); an attachment's part without its bytes
+    # (they are in ``attachments``, and the history keeps the part's description)
+    message: dict[str, Any]
     message_id: str
     task_id: str | None
     context_id: str | None
@@ -88,6 +90,31 @@ def _check_message(request: SendMessageRequest, raw: Mapping[str, Any] | None) -
         raise TaskNotFound("task not found")
 
 
+def _without_bytes(message: Message, attachments: list[Incoming]) -> Message:
+    """``message`` without its attachments' bytes: they are kept apart (``Incoming.data``),
+    never normalised to base64 again nor held twice."""
+    if not attachments:
+        return message
+    bare = Message()
+    bare.CopyFrom(message)
+    for item in attachments:
+        bare.parts[item.index].ClearField("raw")
+    return bare
+
+
+def _hashed(message: dict[str, Any], attachments: list[Incoming]) -> dict[str, Any]:
+    """The message the content hash covers: each attachment's part with its bytes' sha256."""
+    if not attachments:
+        return message
+    parts = list(message["parts"])
+    for item in attachments:
+        parts[item.index] = {
+            **parts[item.index],
+            "rawSha256": hashlib.sha256(item.data).hexdigest(),
+        }
+    return {**message, "parts": parts}
+
+
 def _check_rest(message: dict[str, Any], attachments: list[Incoming], limit: int) -> None:
     """413 when the message without its attachments passes ``limit`` bytes."""
     at = {a.index for a in attachments}
@@ -138,7 +165,7 @@ def parse_send_message(
         history_length = configuration.history_length
 
     try:
-        message = to_json(request.message)
+        message = to_json(_without_bytes(request.message, attachments))
     except json_format.Error:
         # e.g. NaN or Infinity in a data part: not representable in protobuf-JSON.
         raise InvalidParams("params.message holds a value protobuf-JSON cannot carry") from None
@@ -153,6 +180,6 @@ def parse_send_message(
         return_immediately=configuration.return_immediately,
         history_length=history_length,
         accepted_output_modes=tuple(configuration.accepted_output_modes),
-        content_hash=content_hash(message, push),
+        content_hash=content_hash(_hashed(message, attachments), push),
         attachments=tuple(attachments),
     )
