@@ -10,6 +10,7 @@ SQLite stored it. Both are refused up front, the same way on both backends.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -104,3 +105,14 @@ def _all_clean(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return True
+
+
+# Characters JSON leaves as they are that still end a line (``str.splitlines``, and many
+# readers): escaped too by ``one_line_json``.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def one_line_json(value: Any) -> str:
+    """``value`` as compact JSON, non-ASCII kept, on one line whatever it holds: for another
+    party's words shown to a model inside a frame or a heading, which they must not end."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAKS)

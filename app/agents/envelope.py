@@ -11,11 +11,11 @@ name and origin from the verified token (issue 54, provenance).
 from __future__ import annotations
 
 import html
-import json
 import re
 from dataclasses import dataclass
 
 from app.security.caller import PeerSender
+from app.text import one_line_json
 
 _ENVELOPE = re.compile(r'\A\s*<turn((?:\s+[A-Za-z_][\w-]*="[^"<]*")*)\s*>(.*)</turn>\s*\Z', re.S)
 _ATTRIBUTE = re.compile(r'([A-Za-z_][\w-]*)="([^"<]*)"')
@@ -51,7 +51,7 @@ class TurnEnvelope:
 def peer_heading(peer: PeerSender) -> str:
     """The line that names a peer's turn for the model; the name is the peer's own words, so
     it is quoted as a JSON string (it cannot close the bracket or start a line)."""
-    name = json.dumps(peer.name, ensure_ascii=False)
+    name = one_line_json(peer.name)
     return f"[A2A message from the peer agent {name} at {peer.origin} (verified sender)]"
 
 
