@@ -181,3 +181,33 @@ def test_besides_its_attachments_a_message_keeps_the_default_limit(settings: Set
     # Without attachments the body limit alone applies (checked before parsing).
     params["message"]["parts"] = [text]
     parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
+
+
+async def test_a_steering_message_keeps_its_attachments_with_its_turn(
+    database: Database, settings: Settings
+) -> None:
+    """A message joining a running task (steering) is stored like a new one: described in
+    the history, its bytes with its own turn, found by its messageId."""
+    acceptor = Acceptor(database, PushSecrets(b"x" * 32), documents=CountingReader())
+    text = {"message": {"messageId": "s-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
+    started = await acceptor.accept(
+        SCOPE, parse_send_message(text, tenant=TENANT, targets=settings.push_targets)
+    )
+    part = {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png"}
+    steer = {
+        "message": {
+            "messageId": "s-2",
+            "taskId": started.task.id,
+            "role": "ROLE_USER",
+            "parts": [{"text": "and this"}, part],
+        }
+    }
+    request = parse_send_message(steer, tenant=TENANT, targets=settings.push_targets)
+    joined = await acceptor.accept(SCOPE, request, steerable=True)
+    assert joined.task.id == started.task.id
+    first, second = await _history(database, started.task.id)
+    assert first["parts"] == [{"text": "hi"}]
+    assert second["parts"][1]["metadata"]["looping.attachment"]["kind"] == "image"
+    store = database.storage.attachments
+    assert [a.data for a in await store.of_message(SCOPE, started.task.id, "s-2")] == [PNG]
+    assert await store.of_message(SCOPE, started.task.id, "s-1") == []
