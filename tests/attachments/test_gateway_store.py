@@ -162,3 +162,44 @@ async def test_a_stream_carries_the_description_never_the_bytes(db_url: str) -> 
         f"seen {DESCRIPTION}"
     )
     assert "raw" not in json.dumps(events)
+
+
+async def test_a_steering_image_reaches_the_model(db_url: str) -> None:
+    """An image sent to a running llm task joins its loop read from the turn store."""
+    db = Database(db_url)
+    runtime = LlmRuntime(
+        environ={},
+        failure_text="failed",
+        plugins=build_plugins([], {}),
+        sessions=open_storage(db).sessions,
+    )
+    with FakeModelServer() as fake:
+        fake.script(text("first", delay=1.5), text("second"))
+        config = {"model": {"base_url": fake.base_url, "name": "fake"}, **IMAGES}
+        async with edge_harness(
+            db_url, background=True, agents=default_registry(runtime), **FAST
+        ) as edge:
+            await edge.add_tenant(
+                "pics",
+                agent="llm",
+                agent_config={**config, "system_prompt": "You look."},
+                require_push_config=False,
+            )
+            start = {
+                "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                "configuration": {"returnImmediately": True},  # answered while it runs
+            }
+            sent = await edge.result("SendMessage", start, tenant="pics")
+            task_id = sent["task"]["id"]
+            await poll_until(lambda: fake.requests, what="the first model call")
+            steer = _send("m-2", "and this")
+            steer["message"]["taskId"] = task_id
+            steer["configuration"] = {"returnImmediately": True}
+            await edge.result("SendMessage", steer, tenant="pics")
+            await _finished(edge, "pics", task_id)
+    await db.dispose()
+    users = [m["content"] for m in fake.requests[-1].messages if m["role"] == "user"]
+    assert users[0] == "hi"
+    assert users[1][0] == {"type": "text", "text": "and this"}
+    url = users[1][1]["image_url"]["url"]
+    assert url == "data:image/png;base64," + base64.b64encode(PNG).decode()
