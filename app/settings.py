@@ -388,10 +388,18 @@ _ALIASES = frozenset(
 )
 
 
+# Every variable the settings read: ``EDGE_<field>`` for a field without an alias, and the aliases.
+SETTING_VARIABLES = _ALIASES | frozenset(
+    f"EDGE_{name.upper()}"
+    for name, info in Settings.model_fields.items()
+    if not isinstance(info.validation_alias, AliasChoices)
+)
+
+
 def is_edge_variable(name: str) -> bool:
-    """Whether ``name`` is an environment variable of the edge's own settings (any
-    ``EDGE_*``, ``A2A_SIGNING_KEY``, ``DATABASE_URL``...): an agent's config may never name
-    one as a credential to send elsewhere."""
+    """Whether ``name`` is, or may one day be, an environment variable of the edge's own
+    settings (any ``EDGE_*``, ``A2A_SIGNING_KEY``, ``DATABASE_URL``...): an agent's config may
+    never name one as a credential to send elsewhere."""
     upper = name.upper()
     return upper.startswith("EDGE_") or upper in _ALIASES
 

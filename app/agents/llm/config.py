@@ -24,6 +24,7 @@ from pydantic import (
 from app.agents.llm.delegation.config import DelegationConfig
 from app.agents.llm.peer_directory import PeerEntry, check_directory, credential_in
 from app.attachments.policy import AttachmentsConfig
+from app.settings import SETTING_VARIABLES
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
@@ -57,6 +58,9 @@ class ModelEndpoint(BaseModel):
     def _env_name(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.fullmatch(value):
             raise ValueError("must be an environment variable name (letters, digits, _)")
+        if value is not None and value.upper() in SETTING_VARIABLES:
+            # The key goes to ``base_url``: never the edge's signing key or database URL.
+            raise ValueError("must not name one of the edge's own settings")
         return value
 
 
