@@ -12,7 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.gateway import GatewayKit
-from app.testing.push_receiver import CallbackExpectation, fail_first, push_receiver
+from app.testing.push_faults import fail_first
+from app.testing.push_receiver import CallbackExpectation, push_receiver
 from tests.polling import poll_until
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"
