@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from app.attachments.pdf import PdfExtractor, PdfLimits
 from app.attachments.policy import AttachmentPolicy
@@ -21,8 +22,11 @@ from app.db.models import TaskRow, TurnAttachmentRow, TurnRow
 from app.errors import ContentTypeNotSupported, InvalidParams, PayloadTooLarge
 from app.settings import Settings
 from app.tasks.accept import Acceptor, QueueBound
+from app.tasks.cancel import TaskCanceller
 from app.tasks.push_secrets import PushSecrets
+from app.tasks.retention import purge_expired
 from app.tasks.send_params import SendRequest, parse_send_message
+from app.tasks.wire import utcnow
 from app.tenants.registry import TenantRecord
 from app.testing.pdfs import text_pdf
 from tests.tasks.conftest import SCOPE
@@ -211,3 +215,21 @@ async def test_a_steering_message_keeps_its_attachments_with_its_turn(
     store = database.storage.attachments
     assert [a.data for a in await store.of_message(SCOPE, started.task.id, "s-2")] == [PNG]
     assert await store.of_message(SCOPE, started.task.id, "s-1") == []
+
+
+async def test_retention_purges_a_tasks_attachments(database: Database, settings: Settings) -> None:
+    acceptor = Acceptor(database, PushSecrets(b"x" * 32), documents=CountingReader())
+    old = await acceptor.accept(SCOPE, _request(settings, "old"))
+    kept = await acceptor.accept(SCOPE, _request(settings, "kept"))
+    await TaskCanceller(database, default_history_length=5).cancel(SCOPE, old.task.id)
+    async with database.transaction() as session:
+        await session.execute(
+            update(TaskRow)
+            .where(TaskRow.id == old.task.id)
+            .values(updated_at=utcnow() - timedelta(days=settings.task_retention_days + 1))
+        )
+    assert await purge_expired(database, settings) == 1
+    store = database.storage.attachments
+    assert await store.of_message(SCOPE, old.task.id, "old") == []
+    assert len(await store.of_message(SCOPE, kept.task.id, "kept")) == 2
+    assert await _count(database, TurnAttachmentRow) == 2
