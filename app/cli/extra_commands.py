@@ -1,5 +1,6 @@
 """Registrars of the commands owned by other packages: ``worker`` (durable turns),
-``push`` and ``gateway-dev`` (push delivery), ``admin-tokens`` (the admin API). Each
+``push`` and ``gateway-dev`` (push delivery), ``negotiations`` and ``peer-pins`` (other
+agents), ``admin-tokens`` (the admin API). Each
 module exposes ``register(sub)``."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TypeAlias
 from app.cli import admin_tokens as _admin_tokens_cmd
 from app.cli import gateway_dev as _gateway_dev_cmd
 from app.cli import negotiations as _negotiations_cmd
+from app.cli import peer_pins as _peer_pins_cmd
 from app.cli import push as _push_cmd
 from app.cli import worker as _worker_cmd
 
@@ -23,4 +25,5 @@ REGISTRARS.append(_worker_cmd.register)
 REGISTRARS.append(_push_cmd.register)
 REGISTRARS.append(_gateway_dev_cmd.register)
 REGISTRARS.append(_negotiations_cmd.register)
+REGISTRARS.append(_peer_pins_cmd.register)
 REGISTRARS.append(_admin_tokens_cmd.register)

@@ -120,3 +120,19 @@ async def test_a_peer_pin_is_the_first_one_and_racing_first_uses_agree(
     assert len(set(results)) == 1
     assert await pins.pinned("https://b.example") == results[0]
     assert await pins.pin("https://b.example", "https://b.example/other", "k2") == results[0]
+
+
+async def test_pins_are_listed_and_one_removed_is_pinned_anew(database: Database) -> None:
+    """After a peer's key rotation the operator removes its pin; the next first use pins."""
+    pins = open_storage(database).peer_pins
+    await pins.pin("https://b.example", "https://b.example/jwks", "k1")
+    await pins.pin("https://a.example", "https://a.example/jwks", "k1")
+    assert [(p.origin, p.kid) for p in await pins.all()] == [
+        ("https://a.example", "k1"),
+        ("https://b.example", "k1"),
+    ]
+    assert await pins.remove("https://b.example") is True
+    assert await pins.remove("https://b.example") is False
+    assert await pins.pinned("https://b.example") is None
+    new = ("https://b.example/jwks", "k2")
+    assert await pins.pin("https://b.example", *new) == new

@@ -385,3 +385,20 @@ async def test_a_page_of_the_largest_cards_still_fits_the_default_cap(database: 
         f"a{i}" for i in range(5)
     ]
     assert page["minimal"] is True and page["agents"][0]["streaming"] is False
+
+
+async def test_a_removed_pin_lets_a_rotated_key_be_pinned(database: Database) -> None:
+    """A peer rotated its key: refused (KEY_CHANGED) until the operator removes the pin
+    (``looping-edge peer-pins remove``); then its new key is pinned and calls go through
+    (once the new kid may be fetched: EDGE_JWKS_COOLDOWN_SECONDS, none here)."""
+    peer = FakePeer(signed=True)
+    peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "ok")
+    tools = tools_for(database, peer, jwks_cooldown_seconds=0)
+    args = {"agent": "helper", "task_id": "p-1"}
+    assert (await call(tools, config(), "a2a_get_task", ctx(), **args))["ok"]
+    peer.key = new_key("peer-key-2")
+    assert (await call(tools, config(), "a2a_get_task", ctx(), **args))["error"] == "KEY_CHANGED"
+    assert await open_storage(database).peer_pins.remove(ORIGIN)
+    got = await call(tools, config(), "a2a_get_task", ctx(), **args)
+    assert got["ok"], got
+    assert (await open_storage(database).peer_pins.pinned(ORIGIN) or ("", ""))[1] == "peer-key-2"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from app.db.engine import Database
 from app.db.models.negotiations import PeerPinRow
+from app.db.peer_pins import PeerPin
 
 
 class SharedPeerPins:
@@ -35,3 +36,13 @@ class SharedPeerPins:
                 await s.execute(select(PeerPinRow).where(PeerPinRow.origin == origin))
             ).scalar_one()
             return (row.jku, row.kid)
+
+    async def all(self) -> list[PeerPin]:
+        async with self._db.transaction() as s:
+            rows = (await s.execute(select(PeerPinRow).order_by(PeerPinRow.origin))).scalars()
+            return [PeerPin(r.origin, r.jku, r.kid, r.pinned_at) for r in rows]
+
+    async def remove(self, origin: str) -> bool:
+        async with self._db.transaction() as s:
+            result = await s.execute(delete(PeerPinRow).where(PeerPinRow.origin == origin))
+            return bool(getattr(result, "rowcount", 0) == 1)
