@@ -135,9 +135,10 @@ def parse_send_message(
     rest_limit: int | None = None,
 ) -> SendRequest:
     """``targets``: the deployment's push-target rules (``Settings.push_targets``), the same for
-    SendMessage and its streaming form. ``rest_limit``: the most a message with attachments may
-    hold besides them (``EDGE_MAX_BODY_BYTES``): a raised body limit is for the attachments,
-    which the history keeps only as bounded descriptions, so the history stays bounded."""
+    SendMessage and its streaming form. ``rest_limit``: the most a message of a tenant that
+    opted in to attachments may hold besides them (``EDGE_MAX_BODY_BYTES``): its raised body
+    limit is for the attachments, which the history keeps only as bounded descriptions, so
+    the history stays bounded."""
     raw_message = _object(params.get("message"), "message")
     raw_config = _object(params.get("configuration"), "configuration")
     if raw_config is not None:
@@ -157,7 +158,8 @@ def parse_send_message(
         )
 
     _check_message(request, raw_message)
-    attachments = check_attachments(request.message.parts, policy_of(tenant.agent_config))
+    policy = policy_of(tenant.agent_config)
+    attachments = check_attachments(request.message.parts, policy)
     history_length: int | None = None
     if configuration.HasField("history_length"):
         if configuration.history_length < 0:
@@ -169,7 +171,8 @@ def parse_send_message(
     except json_format.Error:
         # e.g. NaN or Infinity in a data part: not representable in protobuf-JSON.
         raise InvalidParams("params.message holds a value protobuf-JSON cannot carry") from None
-    if attachments and rest_limit is not None:
+    if policy.any and rest_limit is not None:
+        # The raised limit of an opted-in tenant is for attachments, with or without them.
         _check_rest(message, attachments, rest_limit)
     return SendRequest(
         message=message,

@@ -182,9 +182,13 @@ def test_besides_its_attachments_a_message_keeps_the_default_limit(settings: Set
     with pytest.raises(PayloadTooLarge) as refused:
         parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
     assert refused.value.status_code == 413 and refused.value.reason == "message_too_large"
-    # Without attachments the body limit alone applies (checked before parsing).
+    # Without attachments the same holds for a tenant that opted in ...
     params["message"]["parts"] = [text]
-    parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
+    with pytest.raises(PayloadTooLarge):
+        parse_send_message(params, tenant=TENANT, targets=settings.push_targets, rest_limit=1024)
+    # ... and for any other the body limit alone applies (checked before parsing).
+    plain = TenantRecord(id="t", manifest={}, require_push_config=False)
+    parse_send_message(params, tenant=plain, targets=settings.push_targets, rest_limit=1024)
 
 
 async def test_a_steering_message_keeps_its_attachments_with_its_turn(
