@@ -37,11 +37,11 @@ async def edge_b(db_url: str) -> AsyncIterator[EdgeHarness]:
         yield edge
 
 
-def _tools(edge: EdgeHarness) -> PeerTools:
+def _tools(edge: EdgeHarness, transport: httpx.AsyncBaseTransport | None = None) -> PeerTools:
     ours = settings(public_url=US.origin, peer_wait_seconds=10.0, peer_request_seconds=10.0)
     key = SigningKey.from_private_key(US.kid, US.key)
     storage = open_storage(edge.services.db)
-    transport = httpx.ASGITransport(app=edge.app)
+    transport = transport or httpx.ASGITransport(app=edge.app)
     clients = PeerClients(ours, key, storage.peer_pins, {}, transport)
 
     async def party_name(tenant: str) -> str:
@@ -100,4 +100,35 @@ async def test_an_unknown_tenant_is_refused_by_the_edge(edge_b: EdgeHarness) -> 
     text = await the_tool.call(ctx(), the_tool.validate({"agent": "b", "text": "x"}))
     got = json.loads(text.partition("\n")[2])
     assert got["ok"] is False and got["error"] in {"UNAUTHORIZED", "PEER_ERROR"}, got
+    await tools.aclose()
+
+
+class _RestFirst(httpx.AsyncBaseTransport):
+    """Edge B as an agent whose card prefers HTTP+JSON (unsigned here: the reordered card no
+    longer matches B's signature, and nothing is pinned yet)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.paths: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        response = await self.inner.handle_async_request(request)
+        if request.url.path != "/.well-known/agent-card.json":
+            return response
+        doc = json.loads(await response.aread())
+        doc.pop("signatures", None)
+        doc["supportedInterfaces"].sort(key=lambda i: i["protocolBinding"] != "HTTP+JSON")
+        return httpx.Response(200, json=doc)
+
+
+async def test_an_edge_token_over_http_json_names_that_interface(edge_b: EdgeHarness) -> None:
+    """The token's aud is the HTTP+JSON interface's url when the card prefers it: edge B
+    accepts it on that binding, the tenant in the path."""
+    transport = _RestFirst(httpx.ASGITransport(app=edge_b.app))
+    tools = _tools(edge_b, transport)
+    got = await _call(tools, "a2a_send", agent="b", text="hello by rest")
+    assert got["ok"] and got["state"] == "TASK_STATE_COMPLETED", got
+    assert "hello by rest" in got["text"]
+    assert any(p.endswith("/message:send") for p in transport.paths), transport.paths
     await tools.aclose()

@@ -14,6 +14,7 @@ import pytest
 from app.db.engine import Database
 from app.db.peer_sends import NewPeerSend
 from app.db.storage import open_storage
+from app.peers.tools import PeerTools
 from tests.peers.kit import (
     ORIGIN,
     FakePeer,
@@ -25,6 +26,12 @@ from tests.peers.kit import (
     tools_for,
     working_then_done,
 )
+
+
+async def _sent_twice(tools: PeerTools) -> tuple[Any, Any]:
+    """One a2a_send call, then the same call run again (as after a crash)."""
+    first = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    return first, await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
 
 
 async def test_a_peer_that_is_down_is_unreachable_and_nothing_is_recorded(
@@ -47,9 +54,8 @@ async def test_a_slow_send_is_uncertain_and_never_sent_again(database: Database)
 
     peer.methods["SendMessage"] = slow
     tools = tools_for(database, peer)
-    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    got, again = await _sent_twice(tools)
     assert got["error"] == "DELIVERY_UNCERTAIN" and got["cause"] == "TIMEOUT"
-    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
     assert again["error"] == "DELIVERY_UNCERTAIN" and again["resumed"] is True
     assert len(peer.sent) == 1
     counted = tools.metrics.registry.get_sample_value(
@@ -62,9 +68,8 @@ async def test_a_send_answered_with_a_redirect_is_refused_for_good(database: Dat
     peer = FakePeer()
     peer.methods["SendMessage"] = lambda p: httpx.Response(307, headers={"location": ORIGIN})
     tools = tools_for(database, peer)
-    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    got, again = await _sent_twice(tools)
     assert got["error"] == "REDIRECT_REFUSED"
-    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
     assert again["error"] == "REDIRECT_REFUSED" and again["resumed"] is True
     assert len(peer.sent) == 1
 
@@ -163,9 +168,8 @@ async def test_a_task_id_the_peer_acknowledges_with_is_not_followed_when_unsafe(
     peer.methods["SendMessage"] = lambda p: {"task": task(ack_id, "TASK_STATE_SUBMITTED")}
     peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "x")
     tools = tools_for(database, peer)
-    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    got, again = await _sent_twice(tools)
     assert got["error"] == "BAD_RESPONSE" and "taskId" not in got
-    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
     assert again["error"] == "BAD_RESPONSE" and again["resumed"] is True
     assert len(peer.sent) == 1 and "GetTask" not in peer.calls
     found = await open_storage(database).peer_sends.find("acme", "t-1:call-1")
@@ -267,9 +271,8 @@ async def test_garbage_in_answer_to_a_send_is_uncertain_and_never_sent_again(
     peer = FakePeer()
     peer.methods["SendMessage"] = lambda p: httpx.Response(200, content=b"<html>oops</html>")
     tools = tools_for(database, peer)
-    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    got, again = await _sent_twice(tools)
     assert got["error"] == "DELIVERY_UNCERTAIN" and got["cause"] == "BAD_RESPONSE"
-    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
     assert again["error"] == "DELIVERY_UNCERTAIN" and again["resumed"] is True
     assert len(peer.sent) == 1
 
@@ -293,7 +296,6 @@ async def test_only_an_a2a_refusal_counts_as_not_taken(
         200, json={"jsonrpc": "2.0", "id": "1", "error": failure}
     )
     tools = tools_for(database, peer)
-    got = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
-    again = await call(tools, config(), "a2a_send", ctx(), agent="helper", text="x")
+    got, again = await _sent_twice(tools)
     assert got["error"] == again["error"] == error and again["resumed"] is True
     assert "secret-diagnostic" not in json.dumps([got, again]) and len(peer.sent) == 1
