@@ -229,7 +229,8 @@ def _tools(peers: PeerTools, config: LlmConfig) -> tuple[Tool, ...]:
         a bounded time for its task to finish. ``context_id`` continues a conversation with
         it; ``task_id`` answers a task of it that asks for input. The result holds the task's
         ``state``: check it (a finished call is not a finished task). A send is never
-        repeated: DELIVERY_UNCERTAIN means it may or may not have arrived."""
+        repeated: DELIVERY_UNCERTAIN means it may or may not have arrived; TIMEOUT with a
+        ``taskId`` means it arrived and is still running (read it later with a2a_get_task)."""
         out = Outgoing(text, task_id, context_id, peers.wait_until(config, wait))
         answer = _logged(peers, "a2a_send", ctx, await peers.send(config, ctx, agent, out))
         return render(answer, max_bytes=cap)

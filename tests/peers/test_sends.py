@@ -23,6 +23,7 @@ from tests.peers.kit import (
     ctx,
     hang,
     task,
+    tool,
     tools_for,
     working_then_done,
 )
@@ -198,6 +199,9 @@ async def test_a_slow_acknowledged_send_answers_with_its_task_before_the_tool_de
     tools = tools_for(database, peer, peer_request_seconds=2.0)
     got = await _within_tool_deadline(tools, cfg, "a2a_send", text="x")
     assert got["error"] == "TIMEOUT" and got["taskId"] == "p-1" and got["messageId"]
+    # what the model is told such an answer means
+    told = " ".join(tool(tools, cfg, "a2a_send").description.split())
+    assert "TIMEOUT with a ``taskId`` means it arrived" in told
     peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "late")
     again = await call(tools, cfg, "a2a_send", ctx(), agent="helper", text="x")
     assert again["text"] == "late" and again["resumed"] is True and len(peer.sent) == 1
