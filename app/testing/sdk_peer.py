@@ -33,7 +33,6 @@ from typing import Any
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -41,7 +40,6 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -56,8 +54,10 @@ from a2a.types import (
     TaskStatus,
 )
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 JSONRPC_PATH = "/a2a"
 REST_PATH = "/rest"
@@ -73,20 +73,28 @@ def echo(text: str) -> str:
     return f"echo: {text}"
 
 
-class _BearerContext(DefaultServerCallContextBuilder):
-    """401 unless ``Authorization: Bearer <token>`` (compared in constant time)."""
+class _RequireBearer:
+    """401 for a request to either binding without ``Authorization: Bearer <token>``
+    (compared in constant time), before the SDK sees it: raised inside the SDK's context
+    builder, its HTTP+JSON error handler would turn the refusal into a 500. The card stays
+    public."""
 
-    def __init__(self, token: str, peer: SdkPeer) -> None:
-        super().__init__()
-        self._token = token
+    def __init__(self, app: ASGIApp, token: str, peer: SdkPeer) -> None:
+        self._app = app
+        self._token = token.encode()
         self._peer = peer
 
-    def build(self, request: Request) -> ServerCallContext:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(token, self._token):
-            self._peer.refused += 1
-            raise HTTPException(401, "unauthorized")
-        return super().build(request)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith((JSONRPC_PATH, REST_PATH)):
+            given = Headers(scope=scope).get("authorization", "")
+            scheme, _, token = given.partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(
+                token.encode("latin-1"), self._token
+            ):
+                self._peer.refused += 1
+                await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 class _Executor(AgentExecutor):
@@ -182,13 +190,13 @@ class SdkPeer:
         handler = DefaultRequestHandler(
             agent_executor=_Executor(self), task_store=InMemoryTaskStore(), agent_card=card
         )
-        auth = _BearerContext(self.token, self)
         routes: list[Any] = [
             *create_agent_card_routes(card),
-            *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=auth),
-            *create_rest_routes(handler, context_builder=auth, path_prefix=REST_PATH),
+            *create_jsonrpc_routes(handler, JSONRPC_PATH),
+            *create_rest_routes(handler, path_prefix=REST_PATH),
         ]
-        return Starlette(routes=routes)
+        guard = Middleware(_RequireBearer, token=self.token, peer=self)
+        return Starlette(routes=routes, middleware=[guard])
 
     def __enter__(self) -> SdkPeer:
         config = uvicorn.Config(

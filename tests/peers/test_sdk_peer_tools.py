@@ -71,13 +71,14 @@ async def test_an_sdk_agent_answers_through_the_binding_its_card_prefers(
     await tools.aclose()
 
 
-async def test_a_wrong_token_is_unauthorized_and_nothing_runs(database: Database) -> None:
-    """JSON-RPC: the SDK's HTTP+JSON routes turn the refusal into a 500 (then the send is
-    DELIVERY_UNCERTAIN, as any 5xx after the request left)."""
+@pytest.mark.parametrize("kind", [SdkPeer, RestFirst], ids=["JSONRPC", "HTTP+JSON"])
+async def test_a_wrong_token_is_unauthorized_and_nothing_runs(
+    database: Database, kind: type[SdkPeer]
+) -> None:
     tools = peer_tools(
         open_storage(database), httpx.AsyncHTTPTransport(), environ={"SDK_TOKEN": "wrong"}
     )
-    with SdkPeer(TOKEN) as sdk:
+    with kind(TOKEN) as sdk:
         got = await _send(tools, _config(sdk), agent="sdk", text="hello")
     assert got["ok"] is False and got["error"] == "UNAUTHORIZED" and got["code"] == "401"
     assert sdk.received == [] and sdk.refused == 1

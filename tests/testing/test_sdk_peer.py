@@ -32,12 +32,17 @@ async def test_the_token_is_required_and_the_answer_scripted() -> None:
             assert task["status"]["state"] == "TASK_STATE_COMPLETED"
             assert task["status"]["message"]["parts"] == [{"text": "<hi>"}]
             assert task["artifacts"][0]["parts"] == [{"text": "<hi>"}]
+            wrong = {**HEADERS, "Authorization": "Bearer wrong"}
+            refused = await client.post(
+                "/rest/message:send", json={"message": _message("m0")}, headers=wrong
+            )
+            assert refused.status_code == 401  # on HTTP+JSON too, not the SDK's 500
             rest = await client.post(
                 "/rest/message:send", json={"message": _message("m2")}, headers=auth
             )
             assert rest.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert [(r.message_id, r.text) for r in peer.received] == [("m1", "hi"), ("m2", "hi")]
-    assert peer.refused == 2
+    assert peer.refused == 3
 
 
 async def test_ack_delay_holds_the_answer_after_the_message_is_received() -> None:
