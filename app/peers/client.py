@@ -161,7 +161,8 @@ class PeerSession:
         return card
 
     async def wait(self, task_id: str, seconds: float) -> Task:
-        """The task once settled or once ``seconds`` passed, from a final ``GetTask``."""
+        """The task once settled or once ``seconds`` passed, from a final ``GetTask`` (the
+        last read: none is made after the deadline but the one at it)."""
         deadline = self.clock() + min(seconds, self._limits.wait_seconds)
         task = await self.get_task(task_id)
         if task.status.state in SETTLED or self.clock() >= deadline:
@@ -178,7 +179,7 @@ class PeerSession:
             task = await self.get_task(task_id)
             if task.status.state in SETTLED:
                 return task
-        return await self.get_task(task_id)
+        return task  # the last read, at the deadline or after the stream: the final one
 
     async def _follow(self, task_id: str, deadline: float) -> PeerCallFailed | None:
         """``SubscribeToTask`` until an event says the task settled or the deadline passed;

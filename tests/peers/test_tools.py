@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from typing import Any
 
 import httpx
@@ -402,3 +403,22 @@ async def test_a_removed_pin_lets_a_rotated_key_be_pinned(database: Database) ->
     got = await call(tools, config(), "a2a_get_task", ctx(), **args)
     assert got["ok"], got
     assert (await open_storage(database).peer_pins.pinned(ORIGIN) or ("", ""))[1] == "peer-key-2"
+
+
+async def test_a_wait_reads_once_at_its_deadline_and_not_again(database: Database) -> None:
+    """Past the wait's bound the task is answered as last read: no extra request, which a
+    slow peer would turn into a TIMEOUT instead of the task's state."""
+    peer = FakePeer()
+    started: list[float] = []
+
+    def working(params: dict[str, Any]) -> dict[str, Any]:
+        started.append(time.monotonic())
+        return task(params["id"], "TASK_STATE_WORKING")
+
+    peer.methods["GetTask"] = working
+    tools = tools_for(database, peer, peer_wait_seconds=0.3, peer_poll_seconds=0.05)
+    begun = time.monotonic()
+    args = {"agent": "helper", "task_id": "p-1", "wait": True}
+    got = await call(tools, config(), "a2a_get_task", ctx(), **args)
+    assert got["ok"] and got["state"] == "TASK_STATE_WORKING"
+    assert len([t for t in started if t >= begun + 0.3]) == 1
