@@ -43,6 +43,11 @@ class PeerSend:
 class PeerSendStore(Protocol):
     async def find(self, tenant: str, call_key: str) -> PeerSend | None: ...
 
+    async def sent(self, tenant: str, identity: str, url: str, peer_task_id: str) -> bool:
+        """Whether ``identity`` of ``tenant`` made the task ``peer_task_id`` of the peer at
+        ``url`` (an acknowledged send of its own)."""
+        ...
+
     async def record_intent(self, send: NewPeerSend) -> PeerSend:
         """Write the intent unless the call has a row; the row that holds afterwards (an
         earlier run's wins: the caller compares ``message_id``)."""

@@ -52,6 +52,7 @@ class PeerTools:
         metrics: PeerMetrics | None = None,
     ) -> None:
         self.clients = clients
+        self.store = sends
         self.sends = DurableSends(clients, sends)
         self.party_name = party_name
         self.metrics = metrics or PeerMetrics()
@@ -92,6 +93,20 @@ class PeerTools:
     async def speaker(self, ctx: ToolContext) -> Speaker:
         return Speaker(ctx.tenant, await self.party_name(ctx.tenant))
 
+    async def check_ours(self, ctx: ToolContext, peer: Peer, task_id: str | None) -> None:
+        """``PeerCallFailed`` ``unknown_task`` unless this caller's own send made the peer's
+        task ``task_id``: every caller of a tenant is one identity at the peer, so an id is
+        no proof that a task is this caller's to read, answer or cancel."""
+        if task_id is None or await self.store.sent(
+            ctx.tenant, ctx.identity_key, peer.entry.url, task_id
+        ):
+            return
+        raise PeerCallFailed(
+            f"no task {task_id!r} of {peer.name!r} was made by a message you sent",
+            reason="unknown_task",
+            delivered=False,
+        )
+
     def _connect(self, peer: Peer, us: Speaker) -> AbstractAsyncContextManager[PeerSession]:
         return self.clients.connect(peer, our_tenant=us.tenant, our_name=us.name)
 
@@ -125,6 +140,7 @@ class PeerTools:
         try:
             check_ids(task_id)
             peer = resolve(config, name)
+            await self.check_ours(ctx, peer, task_id)
             async with in_time(ends), self._connect(peer, us) as s:
                 if until is None:
                     return task_answer(peer, await s.get_task(task_id))
@@ -143,6 +159,7 @@ class PeerTools:
         try:
             check_ids(task_id)
             peer = resolve(config, name)
+            await self.check_ours(ctx, peer, task_id)
             async with in_time(ends), self._connect(peer, us) as s:
                 try:
                     return task_answer(peer, await s.cancel(task_id), cancelRequested=True)
@@ -158,6 +175,7 @@ class PeerTools:
         try:
             check_ids(out.task_id, out.context_id)
             peer = resolve(config, name)
+            await self.check_ours(ctx, peer, out.task_id)
             us = await self.speaker(ctx)
         except PeerCallFailed as failure:
             return failure_answer(name, failure)

@@ -68,3 +68,15 @@ async def test_a_message_answer_is_kept_with_the_ack(database: Database) -> None
     assert await store.acknowledge("acme", "t-1:call-1", peer_task_id=None, answer=answer)
     found = await store.find("acme", "t-1:call-1")
     assert found is not None and found.answer == answer and found.peer_task_id is None
+
+
+async def test_a_peer_task_is_known_as_sent_by_its_caller_only(database: Database) -> None:
+    store = open_storage(database).peer_sends
+    await store.record_intent(_new())
+    assert not await store.sent("acme", "alice", "https://b.example", "p-1")  # not yet acked
+    await store.acknowledge("acme", "t-1:call-1", peer_task_id="p-1", answer=None)
+    assert await store.sent("acme", "alice", "https://b.example", "p-1")
+    assert not await store.sent("acme", "bob", "https://b.example", "p-1")  # another caller
+    assert not await store.sent("other", "alice", "https://b.example", "p-1")  # another tenant
+    assert not await store.sent("acme", "alice", "https://c.example", "p-1")  # another peer
+    assert not await store.sent("acme", "alice", "https://b.example", "p-2")

@@ -18,6 +18,7 @@ from app.agents.llm.config import LlmConfig, parse_llm_config
 from app.agents.llm.tools import Tool, ToolContext
 from app.cards.signing import sign_card
 from app.db.engine import Database
+from app.db.peer_sends import NewPeerSend, PeerSendStore
 from app.db.storage import Storage, open_storage
 from app.peers.client import PeerClients
 from app.peers.tools import PeerTools
@@ -218,3 +219,15 @@ async def hang(params: dict[str, Any]) -> dict[str, Any]:
     """A method that does not answer within any test's deadline."""
     await asyncio.sleep(30)
     raise AssertionError("unreachable")
+
+
+OWN_TASK = "p-1"  # the scripted peer's task the test caller's own send made (conftest)
+
+
+async def own_task(store: PeerSendStore, peer_task_id: str, url: str = ORIGIN) -> None:
+    """Record that ``ctx()``'s caller sent the message that made ``peer_task_id``."""
+    c = ctx()
+    key = f"seed:{peer_task_id}"
+    send = NewPeerSend(c.tenant, key, c.identity_key, c.task_id, "helper", url, f"m-{key}")
+    await store.record_intent(send)
+    await store.acknowledge(c.tenant, key, peer_task_id=peer_task_id, answer=None)

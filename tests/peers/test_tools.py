@@ -5,6 +5,7 @@ card, our credentials, logs and metrics. Storage on both backends."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import time
@@ -422,3 +423,26 @@ async def test_a_wait_reads_once_at_its_deadline_and_not_again(database: Databas
     got = await call(tools, config(), "a2a_get_task", ctx(), **args)
     assert got["ok"] and got["state"] == "TASK_STATE_WORKING"
     assert len([t for t in started if t >= begun + 0.3]) == 1
+
+
+async def test_only_tasks_the_callers_own_sends_made_are_read_answered_or_cancelled(
+    database: Database,
+) -> None:
+    """Every caller of a tenant is one identity at the peer: a task id alone would let one
+    caller's model read, answer or cancel another's task there (or any id it is told)."""
+    peer = FakePeer()
+    peer.methods["GetTask"] = lambda p: task(p["id"], "TASK_STATE_COMPLETED", "secret answer")
+    tools = tools_for(database, peer)
+    bob = dataclasses.replace(ctx(), identity_key="bob")
+    for who, task_id in ((bob, "p-1"), (ctx(), "p-2")):
+        read = await call(tools, config(), "a2a_get_task", who, agent="helper", task_id=task_id)
+        cancel = await call(
+            tools, config(), "a2a_cancel_task", who, agent="helper", task_id=task_id
+        )
+        answer = await call(
+            tools, config(), "a2a_send", who, agent="helper", text="x", task_id=task_id
+        )
+        assert read["error"] == cancel["error"] == answer["error"] == "UNKNOWN_TASK"
+    assert peer.calls == [] and "secret answer" not in json.dumps([read, cancel, answer])
+    mine = await call(tools, config(), "a2a_get_task", ctx(), agent="helper", task_id="p-1")
+    assert mine["text"] == "secret answer"  # the caller's own send made p-1 (conftest)

@@ -36,6 +36,20 @@ class SharedPeerSends:
             row = await s.get(PeerSendRow, (tenant, call_key))
             return _send(row) if row is not None else None
 
+    async def sent(self, tenant: str, identity: str, url: str, peer_task_id: str) -> bool:
+        statement = (
+            select(PeerSendRow.call_key)
+            .where(
+                PeerSendRow.tenant == tenant,
+                PeerSendRow.identity == identity,
+                PeerSendRow.url == url,
+                PeerSendRow.peer_task_id == peer_task_id,
+            )
+            .limit(1)
+        )
+        async with self._db.transaction() as s:
+            return (await s.execute(statement)).first() is not None
+
     async def record_intent(self, send: NewPeerSend) -> PeerSend:
         statement = (
             self._insert(PeerSendRow)
