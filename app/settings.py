@@ -163,7 +163,7 @@ class Settings(BaseSettings):
     # plain http to such addresses); logged as a warning at start (app.push_targets).
     push_allow_private_targets: bool = False
 
-    # --- A2A peers of llm agents (issue 54, app.peers, docs/agents-llm.md) -----------------
+    # --- A2A peers of llm agents (issue 54, app.peers, docs/agents-peers.md) ---------------
     # The longest an a2a tool waits for a peer's task to settle (a2a_send / a2a_get_task with
     # wait); past it the tool answers with the task as it stands. Also bounded by the agent's
     # tool_timeout_seconds.
