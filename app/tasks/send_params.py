@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.types import Message, Role, SendMessageRequest
+from a2a.types import Message, Role, SendMessageConfiguration, SendMessageRequest
 from google.protobuf import json_format
 
 from app.attachments.images import check_attachments
@@ -127,6 +127,29 @@ def _check_rest(message: dict[str, Any], attachments: list[Incoming], limit: int
         )
 
 
+def _push_config(
+    configuration: SendMessageConfiguration, tenant: TenantRecord, targets: PushTargets
+) -> PushConfigInput | None:
+    """The task's push config, when given or when the tenant requires one."""
+    if not (configuration.HasField("task_push_notification_config") or tenant.require_push_config):
+        return None
+    return validate_push_config(
+        configuration.task_push_notification_config,
+        prefix=PUSH_PREFIX,
+        targets=targets,
+        require_token=tenant.require_push_config,
+        open_tenant=tenant.is_open,
+    )
+
+
+def _history_length(configuration: SendMessageConfiguration) -> int | None:
+    if not configuration.HasField("history_length"):
+        return None
+    if configuration.history_length < 0:
+        raise InvalidParams("params.configuration.historyLength must not be negative")
+    return configuration.history_length
+
+
 def parse_send_message(
     params: Mapping[str, Any],
     *,
@@ -146,26 +169,11 @@ def parse_send_message(
             _object(raw_config.get(name), f"configuration.{name}")
     request = parse_params(params, SendMessageRequest, lenient_nested=True)
     configuration = request.configuration
-
-    push: PushConfigInput | None = None
-    if configuration.HasField("task_push_notification_config") or tenant.require_push_config:
-        push = validate_push_config(
-            configuration.task_push_notification_config,
-            prefix=PUSH_PREFIX,
-            targets=targets,
-            require_token=tenant.require_push_config,
-            open_tenant=tenant.is_open,
-        )
-
+    push = _push_config(configuration, tenant, targets)
     _check_message(request, raw_message)
     policy = policy_of(tenant.agent_config)
     attachments = check_attachments(request.message.parts, policy)
-    history_length: int | None = None
-    if configuration.HasField("history_length"):
-        if configuration.history_length < 0:
-            raise InvalidParams("params.configuration.historyLength must not be negative")
-        history_length = configuration.history_length
-
+    history_length = _history_length(configuration)
     try:
         message = to_json(_without_bytes(request.message, attachments))
     except json_format.Error:
