@@ -23,13 +23,12 @@ the drain runs next.
 
 from __future__ import annotations
 
-import enum
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry.trace import SpanKind
 
@@ -38,12 +37,10 @@ from app.agents.envelope import turn_envelope
 from app.agents.registry import AgentBuildFailed, AgentRegistry, UnknownAgentKind
 from app.attachments.stored import Attachment
 from app.db.engine import Database
-from app.db.fence import Fence
 from app.db.mailbox import ERROR_REFUSED, Lease, QueuedTurn
-from app.db.turns import Finished, KnownTask, SettleTurn
+from app.db.turns import SettleTurn
 from app.errors import TaskNotFound
 from app.ops.metrics import Metrics
-from app.security.caller import CallerScope
 from app.settings import Settings
 from app.tasks import states
 from app.tasks.outcome import TurnOutcome
@@ -51,74 +48,13 @@ from app.tenants.registry import TenantRecord
 from app.tracing.spans import TENANT, span, stored_carrier
 from app.worker import turn_start
 from app.worker.agent_call import AgentCrash, call_agent, identity_of, message_of, sender_of
+from app.worker.roles import Snapshot, Tenants, Writes
+from app.worker.step import STOP, Step, Verdict, result_label
 from app.worker.watch import TurnWatch
 
 log = logging.getLogger("looping.worker")
 
 
-class Snapshot(Protocol):
-    """What ``TurnWrites.load_turn_context`` returns (app.tasks.turn_writes.TaskSnapshot)."""
-
-    @property
-    def task(self) -> Mapping[str, Any]: ...
-    @property
-    def history(self) -> Sequence[Mapping[str, Any]]: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def version(self) -> int: ...
-    @property
-    def context_id(self) -> str: ...
-    def known(self, version: int) -> KnownTask: ...
-
-
-class Writes(Protocol):
-    """The guarded task writes (``app.tasks.turn_writes.TurnWrites``)."""
-
-    async def mark_working(self, scope: CallerScope, task_id: str, fence: Fence) -> bool: ...
-    async def record_progress(
-        self,
-        scope: CallerScope,
-        task_id: str,
-        fence: Fence,
-        *,
-        step_key: str,
-        text: str,
-        context_id: str | None = None,
-    ) -> bool: ...
-    async def finish_and_settle(
-        self,
-        scope: CallerScope,
-        task_id: str,
-        fence: Fence,
-        outcome: TurnOutcome,
-        known: KnownTask | None = None,
-        settle: SettleTurn | None = None,
-        *,
-        seen_history: int | None = None,
-    ) -> Finished: ...
-    async def load_turn_context(self, scope: CallerScope, task_id: str) -> Any: ...
-
-
-class Tenants(Protocol):
-    async def get(self, tenant_id: str) -> TenantRecord | None: ...
-
-
-class Verdict(enum.Enum):
-    NEXT = "next"  # the turn is settled: drain the identity's next turn
-    STOP = "stop"  # lease lost, backoff scheduled or shutdown: release and stop draining
-
-
-@dataclass(frozen=True)
-class Step:
-    """How a run ended and, after ``NEXT``, the identity's next due turn as read by the
-    statement that settled this one (``mailbox.settle_and_head``; None: nothing due)."""
-
-    verdict: Verdict
-    next_turn: QueuedTurn | None = None
-
-
-STOP = Step(Verdict.STOP)
 # Runs of an agent again in one attempt because a message joined its task after its last look
 # (each run takes the new messages; a caller steering without end cannot hold the turn).
 LATE_STEERING_RUNS = 8
@@ -196,7 +132,7 @@ class _TurnRun:
         self.marked = marked
         if snapshot.state == states.CANCELED:
             return await self._settle(states.TURN_CANCELED, result="canceled")
-        if snapshot.state in states.TERMINAL or _already_answered(snapshot, self.turn):
+        if snapshot.state in states.TERMINAL or turn_start.already_answered(snapshot, self.turn):
             return await self._settle(states.TURN_DONE)
         tenant = await self.r.tenants.get(self.scope.tenant)
         if self.attempt > self.r.settings.turn_max_attempts or tenant is None:
@@ -372,7 +308,7 @@ class _TurnRun:
         return Step(Verdict.NEXT, done.next_head)
 
     async def _finish(self, outcome: TurnOutcome, seen_history: int | None = None) -> Step:
-        label = _result_label(outcome.state)
+        label = result_label(outcome.state)
         step = await self._finish_and_settle(
             outcome, states.TURN_DONE, result=label, seen_history=seen_history
         )
@@ -446,27 +382,3 @@ class _TurnRun:
         if result is not None:
             self.r.metrics.turns.labels(result).inc()
         return Step(Verdict.NEXT, settled.next_turn)
-
-
-def _result_label(state: str) -> str:
-    return {
-        states.COMPLETED: "completed",
-        states.FAILED: "failed",
-        states.REJECTED: "rejected",
-        states.INPUT_REQUIRED: "input_required",
-        states.AUTH_REQUIRED: "input_required",
-    }.get(state, "completed")
-
-
-def _already_answered(snapshot: Snapshot, turn: QueuedTurn) -> bool:
-    """An earlier attempt of this turn wrote its outcome (an agent message after the turn's
-    own message) but died before marking the turn ``done``: do not ask or answer twice."""
-    if turn.attempts == 0:
-        return False
-    seen_own = False
-    for message in snapshot.history:
-        if message.get("messageId") == turn.message_id:
-            seen_own = True
-        elif seen_own and message.get("role") in ("ROLE_AGENT", "agent"):
-            return True
-    return False

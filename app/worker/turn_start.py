@@ -1,4 +1,5 @@
-"""Starting a turn's attempt: ``begin_attempt`` and the task snapshot the turn runs on.
+"""Starting a turn's attempt: ``begin_attempt``, the task snapshot the turn runs on, and
+whether an earlier attempt of the turn answered already (``already_answered``).
 
 The attempt is counted and the turn marked ``running`` before anything else happens (a worker
 killed mid-turn leaves a counted attempt behind), then the runner reads the task it is about
@@ -18,6 +19,7 @@ from app.db.mailbox import Begun as Begun
 from app.db.mailbox import Lease, QueuedTurn, WorkingMark
 from app.tasks.states import RUNNABLE
 from app.tasks.turn_writes import working_values
+from app.worker.roles import Snapshot
 
 
 async def begin(db: Database, lease: Lease, turn: QueuedTurn) -> Begun:
@@ -27,3 +29,17 @@ async def begin(db: Database, lease: Lease, turn: QueuedTurn) -> Begun:
         state, status, at = working_values()
         mark = WorkingMark(allowed=RUNNABLE, state=state, status=status, at=at)
     return await db.storage.mailbox.begin(lease, turn, mark)
+
+
+def already_answered(snapshot: Snapshot, turn: QueuedTurn) -> bool:
+    """An earlier attempt of this turn wrote its outcome (an agent message after the turn's
+    own message) but died before marking the turn ``done``: do not ask or answer twice."""
+    if turn.attempts == 0:
+        return False
+    seen_own = False
+    for message in snapshot.history:
+        if message.get("messageId") == turn.message_id:
+            seen_own = True
+        elif seen_own and message.get("role") in ("ROLE_AGENT", "agent"):
+            return True
+    return False
