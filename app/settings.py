@@ -21,10 +21,6 @@ from app.push_targets import PushTargets
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./looping-edge.db"
 
 
-def _env(name: str) -> Any:
-    return Field(validation_alias=AliasChoices(name))
-
-
 class Settings(BaseSettings):
     """Every knob of the edge. Env var names are given by the aliases."""
 
