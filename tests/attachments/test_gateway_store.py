@@ -197,7 +197,10 @@ async def test_a_steering_image_reaches_the_model(db_url: str) -> None:
             steer["configuration"] = {"returnImmediately": True}
             await edge.result("SendMessage", steer, tenant="pics")
             await _finished(edge, "pics", task_id)
+            stored = await runtime.sessions.transcript("pics", "user-1").entries()
     await db.dispose()
+    kept = "".join(json.dumps(e.message) for e in stored)  # the session: no image bytes
+    assert f"{DESCRIPTION} (attached in an earlier turn" in kept and len(kept) < 4096
     users = [m["content"] for m in fake.requests[-1].messages if m["role"] == "user"]
     assert users[0] == "hi"
     assert users[1][0] == {"type": "text", "text": "and this"}

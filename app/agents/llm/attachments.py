@@ -8,23 +8,28 @@ bytes are sniffed again so only JPEG or PNG ever reaches the model; pydantic-ai 
 and nothing is fetched. A model without vision (``model.vision: false``) gets a note that an
 image was attached instead. A document reaches the model as its text, framed as untrusted
 reference material, never as its bytes.
+
+The user turn has two forms (``UserTurn``): the model gets the images in the turn they came
+with (and in a re-run of that turn, read from the turn store again); the caller's session
+keeps each image as its bounded description, so later turns neither carry its bytes in the
+session nor send it to the model again. A document's text stays in the session (bounded per
+message, counted in the session's budget and compacted with it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.messages import (
     BinaryContent,
-    ModelMessage,
-    ModelRequest,
     UserContent,
     UserPromptPart,
 )
 
 from app.agents.llm.config import LlmConfig
-from app.attachments.descriptions import describe, has_attachments
+from app.attachments.descriptions import MARKER, describe, has_attachments, is_description
 from app.attachments.documents import MAX_DOCUMENTS, framed
 from app.attachments.images import MAX_IMAGES, sniff_image
 from app.attachments.policy import AttachmentsConfig
@@ -43,16 +48,32 @@ async def attachments_of(
     return await read(message_id)
 
 
-def _images(attachments: Sequence[Attachment], vision: bool) -> list[UserContent]:
-    found: list[UserContent] = []
+# What the session keeps of an image after its turn: its description and this hint.
+EARLIER = "attached in an earlier turn; not shown again"
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """``live``: the user turn as the model gets it now (images as inputs); ``kept``: as the
+    session keeps it (each image as its description). The same part when it has no image."""
+
+    live: UserPromptPart
+    kept: UserPromptPart
+
+
+def _images(attachments: Sequence[Attachment], vision: bool) -> list[tuple[UserContent, str]]:
+    """(what the model gets now, the text the session keeps) for each image."""
+    found: list[tuple[UserContent, str]] = []
     for item in attachments:
         media_type = sniff_image(item.data) if item.kind == IMAGE else None
         if media_type is None:
             continue
         if vision:
-            found.append(BinaryContent(data=item.data, media_type=media_type))
+            image = BinaryContent(data=item.data, media_type=media_type)
+            found.append((image, f"{describe(item)} ({EARLIER})"))
         else:
-            found.append(f"The user attached an image this model cannot see: {describe(item)}")
+            note = f"The user attached an image this model cannot see: {describe(item)}"
+            found.append((note, note))
         if len(found) == MAX_IMAGES:
             break
     return found
@@ -69,43 +90,32 @@ def user_prompt(
     config: AttachmentsConfig,
     *,
     vision: bool = True,
-) -> UserPromptPart:
-    """The user turn for the model: its text, its documents (framed) and its images (or,
-    without vision, a note for each), each only while the tenant opts in."""
+) -> UserTurn:
+    """The user turn: its text, its documents (framed) and its images (or, without vision, a
+    note for each), each only while the tenant opts in."""
     documents = _documents(attachments) if config.documents else []
     images = _images(attachments, vision) if config.images else []
-    if all(isinstance(i, str) for i in images):
-        texts = [text, *documents, *(i for i in images if isinstance(i, str))]
-        return UserPromptPart("\n\n".join(texts) if len(texts) > 1 else text)
-    content: list[UserContent] = [text, *documents, *images]
-    return UserPromptPart(content)
+    texts = [text, *documents, *(kept for _, kept in images)]
+    kept = UserPromptPart("\n\n".join(texts) if len(texts) > 1 else text)
+    if all(isinstance(live, str) for live, _ in images):
+        return UserTurn(kept, kept)
+    return UserTurn(UserPromptPart([text, *documents, *(live for live, _ in images)]), kept)
 
 
 async def user_part(
     text: str, message: Mapping[str, Any], read: ReadAttachments | None, config: LlmConfig
-) -> UserPromptPart:
+) -> UserTurn:
     """``message`` for the model, with the attachments kept with its turn."""
     attachments = await attachments_of(message, read)
     return user_prompt(text, attachments, config.attachments, vision=config.model.vision)
 
 
-# The session budget's estimate for one image (``session_max_tokens``): its base64 text says
-# nothing about what a model charges for it, and must not push the session into compaction.
-IMAGE_TOKENS = 1000
-
-
-def image_allowance(message: ModelMessage) -> tuple[int, int]:
-    """(base64 characters of the message's images, tokens to count for them instead)."""
-    if not isinstance(message, ModelRequest):
-        return 0, 0
-    chars = count = 0
-    for part in message.parts:
-        if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-            for item in part.content:
-                if isinstance(item, BinaryContent):
-                    chars += 4 * ((len(item.data) + 2) // 3)
-                    count += 1
-    return chars, count * IMAGE_TOKENS
+def has_images(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` describes an image kept with its turn."""
+    return any(
+        is_description(p) and p["metadata"][MARKER].get("kind") == IMAGE
+        for p in message.get("parts") or ()
+    )
 
 
 def content_text(part: UserPromptPart) -> str:

@@ -2,9 +2,10 @@
 
 Entries have stable ids (``task:<taskId>:user:<messageId>``, ``task:<taskId>:step:<n>``,
 ``task:<taskId>:reply:final``, ``summary:<n>``) and hold one pydantic-ai ``ModelMessage`` as
-JSON (``entry_of``/``message_of``). Appending an id that exists is a no-op, so a retried turn
-never doubles anything. The store's role and value type live behind the storage seam
-(``app.db.sessions``); ``MemorySessions`` serves tests and ``agents try``.
+JSON (``entry_of``/``message_of``); a user message's images are kept as their descriptions,
+never their bytes (``app.agents.llm.attachments.UserTurn``). Appending an id that exists is a
+no-op, so a retried turn never doubles anything. The store's role and value type live behind
+the storage seam (``app.db.sessions``); ``MemorySessions`` serves tests and ``agents try``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from app.agents.llm.attachments import image_allowance
 from app.db.sessions import SessionEntry, SessionStore, Transcript
 
 __all__ = [
@@ -39,9 +39,7 @@ _ONE_MESSAGE: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 def entry_of(entry_id: str, message: ModelMessage) -> SessionEntry:
     """The message encoded once: its JSON text is stored as is and sized for the budget."""
     text = _ONE_MESSAGE.dump_json(message).decode()
-    image_chars, image_tokens = image_allowance(message)  # images: a fixed estimate each
-    tokens = max(1, (len(text) - image_chars) // CHARS_PER_TOKEN + image_tokens)
-    return SessionEntry(entry_id, json.loads(text), tokens, text=text)
+    return SessionEntry(entry_id, json.loads(text), _tokens_of(text), text=text)
 
 
 def message_of(entry: SessionEntry) -> ModelMessage:

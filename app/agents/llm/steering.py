@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelRequest
 
 from app.agents.contract import TurnContext, first_text
 from app.agents.envelope import turn_envelope
-from app.agents.llm.attachments import user_part
+from app.agents.llm.attachments import UserTurn, user_part
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.turn_session import TurnSession
 
@@ -54,8 +54,31 @@ class Steering:
     async def take(self) -> None:
         """Steering joins the session before the next model call, in arrival order."""
         for message in await self.found(fresh=False):
-            # The task's steering comes from its own caller: a peer's, like its first turn.
-            envelope = turn_envelope(first_text(message), self.ctx.peer)
-            read = self.ctx.read_attachments
-            part = await user_part(envelope.for_model(), message, read, self.config)
-            await self.session.save(f"user:{message['messageId']}", ModelRequest(parts=[part]))
+            turn = await self.user_turn(message)
+            await self.session.save(
+                f"user:{message['messageId']}",
+                ModelRequest(parts=[turn.kept]),
+                live=None if turn.live is turn.kept else ModelRequest(parts=[turn.live]),
+            )
+
+    async def user_turn(self, message: dict[str, Any]) -> UserTurn:
+        # The task's steering comes from its own caller: a peer's, like its first turn.
+        envelope = turn_envelope(first_text(message), self.ctx.peer)
+        read = self.ctx.read_attachments
+        return await user_part(envelope.for_model(), message, read, self.config)
+
+    def taken(self) -> list[dict[str, Any]]:
+        """The plain user messages that joined this turn before this run (after the turn's
+        message in the history it started on) and are in the session already."""
+        ids = [m.get("messageId") for m in self.ctx.history]
+        own = self.ctx.message.get("messageId")
+        if own not in ids:
+            return []
+        later = self.ctx.history[len(ids) - ids[::-1].index(own) :]
+        return [
+            m
+            for m in later
+            if m.get("role") in ("ROLE_USER", "user")
+            and isinstance(m.get("messageId"), str)
+            and self.session.applied(m["messageId"])
+        ]

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse
 
 from app.agents.contract import AgentFailure, AgentQuestion, AgentReply, AgentResult, TurnContext
 from app.agents.llm import compaction, history, hitl
-from app.agents.llm.attachments import user_part
+from app.agents.llm.attachments import has_images, user_part
 from app.agents.llm.batch import CallResult
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.events import EventBus, ModelResponded, TurnEnded, TurnStarted
@@ -97,7 +97,10 @@ class Turn:
         answered = self._answered()
         if answered is not None and not await self.steering.waits():
             return self._reply(answered)
+        resumed = bool(self.session.own())
         await self._take_message()
+        if resumed:
+            await self._show_images_again()
         while True:
             self.progress.refused()
             pending, step = self.session.pending_calls()
@@ -168,8 +171,28 @@ class Turn:
             )
             return
         ctx = self.ctx
-        part = await user_part(ctx.turn.for_model(), ctx.message, ctx.read_attachments, self.config)
-        await self.session.save(f"user:{message_id}", ModelRequest(parts=[part]), behind=True)
+        turn = await user_part(ctx.turn.for_model(), ctx.message, ctx.read_attachments, self.config)
+        live = None if turn.live is turn.kept else ModelRequest(parts=[turn.live])
+        await self.session.save(
+            f"user:{message_id}", ModelRequest(parts=[turn.kept]), behind=True, live=live
+        )
+
+    async def _show_images_again(self) -> None:
+        """A run again of this turn (its worker died after its messages joined the session)
+        gives the model their images again, read from the turn store: the session keeps only
+        their descriptions, which later turns get."""
+        ctx = self.ctx
+        for message in [ctx.message, *self.steering.taken()]:
+            suffix = f"user:{message.get('messageId')}"
+            if not has_images(message) or self.session.entry(suffix) is None:
+                continue
+            if message is ctx.message:
+                read = ctx.read_attachments
+                turn = await user_part(ctx.turn.for_model(), message, read, self.config)
+            else:
+                turn = await self.steering.user_turn(message)
+            if turn.live is not turn.kept:
+                self.session.show(suffix, ModelRequest(parts=[turn.live]))
 
     async def _compact(self) -> None:
         session = self.session

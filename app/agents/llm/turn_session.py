@@ -5,6 +5,10 @@ Every model response and tool result is saved as it arrives (``task:<taskId>:ste
 turn taken over after a crash resumes from the last saved step. Some saves run beside the
 loop's next move (``behind``); every other save first waits for those, so the stored order is
 the loop's.
+
+A user message with images is saved as the session keeps it (each image described) and shown
+to the model in its live form (the images themselves) for the rest of this run (``live``,
+kept across the reloads a compaction makes).
 """
 
 from __future__ import annotations
@@ -12,7 +16,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+)
 
 from app.agents.llm import history
 from app.agents.llm.session import SessionEntry, Transcript, entry_of
@@ -28,10 +38,14 @@ class TurnSession:
         self.loaded: list[history.Loaded] = []
         self.next_step = 1
         self.saving: list[asyncio.Task[bool]] = []  # tool results being written
+        self.live: dict[str, ModelMessage] = {}  # entry id -> what the model gets in this run
 
     async def reload(self) -> None:
         self.entries = await self.transcript.entries()
-        self.loaded = history.load(self.entries)
+        self.loaded = [
+            history.Loaded(item.entry_id, self.live.get(item.entry_id, item.message))
+            for item in history.load(self.entries)
+        ]
         steps = [step_number(e.id, self.prefix) for e in self.entries]
         self.next_step = max([s for s in steps if s is not None], default=0) + 1
 
@@ -46,20 +60,37 @@ class TurnSession:
         return step
 
     async def save(
-        self, suffix: str, message: ModelRequest | ModelResponse, *, behind: bool = False
+        self,
+        suffix: str,
+        message: ModelRequest | ModelResponse,
+        *,
+        behind: bool = False,
+        live: ModelRequest | None = None,
     ) -> None:
         """Append to the session. ``behind``: a tool result or the turn's message, whose write
         may run beside the next model call (lost with a crash, the tool runs again or the
         retried turn takes its message again); every other save first waits for those, so
-        the stored order is the loop's."""
+        the stored order is the loop's. ``live``: what the model gets in place of
+        ``message`` during this run (``show``)."""
         entry = entry_of(self.prefix + suffix, message)
         self.entries.append(entry)
         self.loaded.append(history.Loaded(entry.id, message))
+        if live is not None:
+            self.show(suffix, live)
         if behind:
             self.saving.append(asyncio.create_task(self.transcript.append(entry)))
             return
         await self.written()
         await self.transcript.append(entry)
+
+    def show(self, suffix: str, live: ModelRequest) -> None:
+        """The model gets ``live`` in place of the saved entry ``suffix`` during this run."""
+        entry_id = self.prefix + suffix
+        self.live[entry_id] = live
+        self.loaded = [
+            history.Loaded(entry_id, live) if item.entry_id == entry_id else item
+            for item in self.loaded
+        ]
 
     async def written(self) -> None:
         """Wait for the saves in flight."""
