@@ -3,6 +3,14 @@
 CONTRACT §5: the push config is checked first (REFERENCE-CASES 44-48: a gateway that forgot it
 learns so whatever else is wrong), then the message. Every refusal is ``-32602`` naming the
 field and happens before any task exists.
+
+The ``looping.`` metadata namespace of a message and its parts is the edge's own: it writes
+``looping.attachment`` (an attachment's description, ``app.attachments.descriptions``) and
+``looping.peer`` (a peer's turn, from its verified token). A client's keys in that namespace
+are dropped here, before the content hash and before anything is stored, so no agent can take
+a client's part for an attachment's description nor a message for a peer's (as
+``looping.peer`` in a message was always ignored, it is not refused either: a client may send
+back a message it read from a task's history).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ PUSH_PREFIX = "params.configuration.taskPushNotificationConfig"
 MAX_MESSAGE_ID = 512
 MAX_CONTEXT_ID = 1024
 MAX_TASK_ID = 64  # server-generated UUIDs: anything longer names no task of ours
+EDGE_NAMESPACE = "looping."  # metadata keys only the edge writes
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,21 @@ def _hashed(message: dict[str, Any], attachments: list[Incoming]) -> dict[str, A
     return {**message, "parts": parts}
 
 
+def _without_edge_keys(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` (a message or a part) without client metadata keys in the edge's namespace."""
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict) or not any(k.startswith(EDGE_NAMESPACE) for k in metadata):
+        return doc
+    kept = {k: v for k, v in metadata.items() if not k.startswith(EDGE_NAMESPACE)}
+    out = {k: v for k, v in doc.items() if k != "metadata"}
+    return {**out, "metadata": kept} if kept else out
+
+
+def _edge_keys_dropped(message: dict[str, Any]) -> dict[str, Any]:
+    parts = [_without_edge_keys(p) if isinstance(p, dict) else p for p in message["parts"]]
+    return {**_without_edge_keys(message), "parts": parts}
+
+
 def _check_rest(message: dict[str, Any], attachments: list[Incoming], limit: int) -> None:
     """413 when the message without its attachments passes ``limit`` bytes."""
     at = {a.index for a in attachments}
@@ -175,7 +199,7 @@ def parse_send_message(
     attachments = check_attachments(request.message.parts, policy)
     history_length = _history_length(configuration)
     try:
-        message = to_json(_without_bytes(request.message, attachments))
+        message = _edge_keys_dropped(to_json(_without_bytes(request.message, attachments)))
     except json_format.Error:
         # e.g. NaN or Infinity in a data part: not representable in protobuf-JSON.
         raise InvalidParams("params.message holds a value protobuf-JSON cannot carry") from None
