@@ -4,8 +4,9 @@ SubscribeToTask).
 Rows are appended by triggers on ``tasks`` (``app.db.models.task_events``), so this store only
 reads. ``head`` is the task's status and artifacts together with the position in its event log
 they correspond to, read in one statement (one snapshot: nothing is both in the first Task and
-replayed, and nothing in between is skipped); ``after`` reads the log on from a position, a
-bounded batch at a time, so a slow reader holds at most one batch in memory.
+replayed, and nothing in between is skipped); ``first`` is the same at the task's creation,
+for the stream of the SendStreamingMessage that created it; ``after`` reads the log on from a
+position, a bounded batch at a time, so a slow reader holds at most one batch in memory.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ class TaskEvent:
 class TaskEventStore(Protocol):
     async def head(self, scope: CallerScope, task_id: str) -> EventHead | None:
         """The task's status, artifacts and log position; None if not found in ``scope``."""
+        ...
+
+    async def first(self, scope: CallerScope, task_id: str) -> EventHead | None:
+        """The task as its first event (its creation) left it, at that event's position; a
+        stream of a task it has just created replays every change from there. ``head``
+        when the log holds no event of it; None if not found in ``scope``."""
         ...
 
     async def after(

@@ -77,6 +77,7 @@ class StreamMethods:
             lambda: self._queries.get(call.scope, task_id, request.history_length),
             release=release,
             refuse_terminal=False,
+            from_creation=request.task_id is None,
         )
 
     async def subscribe_to_task(self, call: RpcCall) -> StreamResult:

@@ -163,16 +163,20 @@ class TaskStreams:
         *,
         release: Release,
         refuse_terminal: bool,
+        from_creation: bool = False,
     ) -> StreamResult:
         """The stream of ``task_id``, its slot ``release`` given back when it ends; errors
         (-32001, and -32004 for a terminal task to subscribe to, A2A §3.1.6) are raised here,
         before the first event. ``read_task`` reads the full Task (with history). A stream
         that refuses a terminal task (SubscribeToTask) ends only at a terminal state, A2A
-        §3.1.6; the others end at an interruption too."""
+        §3.1.6; the others end at an interruption too. ``from_creation``: the stream of the
+        call that created the task starts at its creation (first Task SUBMITTED, every later
+        change replayed), however far a worker has taken it meanwhile."""
         wakeup, unwatch = self._wakeups.watch(scope.tenant, task_id)
         try:
             # Watching first: a change committed after this read wakes the stream.
-            head = await self._store.head(scope, task_id)
+            read_head = self._store.first if from_creation else self._store.head
+            head = await read_head(scope, task_id)
             if head is None:
                 raise TaskNotFound(f"task '{shown(task_id)}' not found")
             if refuse_terminal and head.status.get("state") in TERMINAL:

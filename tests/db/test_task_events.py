@@ -46,3 +46,25 @@ async def test_every_change_of_status_or_artifacts_is_logged_once(database: Data
 def test_the_trigger_notifies_the_channel_signals_names():
     migration = Path(__file__).parents[2] / "migrations" / "versions" / "0008_task_events.py"
     assert f"pg_notify('{TASK_EVENTS_CHANNEL}'" in migration.read_text()
+
+
+async def test_first_is_the_task_at_its_creation_and_scoped(database: Database):
+    settings = load_settings(gateway_origins=["https://gateway.test"])
+    task_id = (await accept(database, settings)).task.id
+    store = database.storage.task_events
+    created = await store.head(SCOPE, task_id)
+    assert created is not None
+    working = {"state": "TASK_STATE_WORKING", "timestamp": "2026-01-01T00:00:00Z"}
+    artifact = {"artifactId": "a-1", "parts": [{"text": "A"}]}
+    where = (TaskRow.tenant == SCOPE.tenant) & (TaskRow.id == task_id)
+    async with database.transaction() as session:
+        await session.execute(update(TaskRow).where(where).values(status=working))
+        await session.execute(update(TaskRow).where(where).values(artifacts=[artifact]))
+    first = await store.first(SCOPE, task_id)
+    assert first == created  # the creation's position and state, not the task's latest
+    replayed = await store.after(SCOPE, task_id, first.seq, 10)
+    assert [(e.status, e.artifacts) for e in replayed] == [
+        (working, None),
+        (working, [artifact]),
+    ]
+    assert await store.first(CallerScope(tenant="demo", identity="user-2"), task_id) is None

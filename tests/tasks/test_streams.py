@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.db.shared.task_events import SharedTaskEvents
 from app.tasks import states
 from app.testing.edge import EdgeHarness, edge_harness
 from tests.polling import poll_until
@@ -92,6 +93,38 @@ async def test_a_scripted_turn_streams_every_event_in_order(live: EdgeHarness):
     order = [states.SUBMITTED, states.WORKING, states.COMPLETED]
     seen = [_state(r) for r in results if "artifactUpdate" not in r]
     assert seen == sorted(seen, key=order.index)
+
+
+async def test_the_stream_of_a_new_task_starts_at_its_creation(
+    live: EdgeHarness, monkeypatch: pytest.MonkeyPatch
+):
+    """However far the worker took the task before the stream read its log (here: all the
+    way), the stream of the call that created it shows it SUBMITTED, then every change."""
+    read_head = SharedTaskEvents.head
+
+    def after_the_turn(read: Any) -> Any:
+        async def wrapped(self: SharedTaskEvents, scope: Any, task_id: str) -> Any:
+            async def finished() -> bool | None:
+                head = await read_head(self, scope, task_id)
+                return True if head and head.status["state"] == states.COMPLETED else None
+
+            await poll_until(finished, 10, interval=0.02, what="the turn's end")
+            return await read(self, scope, task_id)
+
+        return wrapped
+
+    monkeypatch.setattr(SharedTaskEvents, "head", after_the_turn(SharedTaskEvents.head))
+    monkeypatch.setattr(SharedTaskEvents, "first", after_the_turn(SharedTaskEvents.first))
+    params = send_params("s-late", "progress one\nartifact text A\nreply done", push=None)
+    async with SseCall(live, "SendStreamingMessage", params) as call:
+        results = await call.events()
+    states_seen = [_state(r) for r in results if "artifactUpdate" not in r]
+    assert states_seen[0] == states.SUBMITTED and states_seen[-1] == states.COMPLETED
+    progress = [_text(r["statusUpdate"]["status"]) for r in results if "statusUpdate" in r]
+    assert "one" in progress
+    assert [
+        r["artifactUpdate"]["artifact"]["parts"][0] for r in results[1:] if "artifactUpdate" in r
+    ] == [{"text": "A"}]
 
 
 async def test_subscribe_to_a_running_task(live: EdgeHarness):
