@@ -2,7 +2,8 @@
 both backends: the image's turn gives the model the image, a run again of that turn after its
 worker died reads it from the turn store and gives it again, a later turn gets the description
 only. The turn is accepted through the edge (its attachment kept in ``turn_attachments``);
-the agent runs as the worker runs it, once killed during its model call and once again."""
+the agent runs as the worker runs it, once killed during its model call and once again. A
+steering message's image is given again in its turn's run again too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from app.agents.contract import TurnContext
 from app.agents.llm.attachments import EARLIER
+from app.attachments.descriptions import described_message
 from app.attachments.stored import Attachment
 from app.db.storage import Storage
 from app.security.caller import CallerScope
@@ -107,3 +109,43 @@ async def test_an_image_is_described_in_the_session_and_given_again_on_a_rerun(
     assert ENCODED[:64] not in json.dumps(later_request)
     users = [m["content"] for m in later_request if m["role"] == "user"]
     assert users == [f"what is it?\n\n{DESCRIPTION}", "and now?"]
+
+
+async def test_a_steering_image_is_given_again_on_a_rerun_of_its_turn(
+    fake: FakeModelServer,
+) -> None:
+    """A steering message's image joined the session before the worker died: the run again of
+    that turn reads it from the turn store and gives it again."""
+    image = Attachment(1, "image", "image/png", "cat.png", PNG)
+    steer = described_message(
+        {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "and this"}, {}]}, [image]
+    )
+    asked: list[str] = []
+
+    async def read(message_id: str) -> Sequence[Attachment]:
+        asked.append(message_id)
+        return [image] if message_id == "m-2" else []
+
+    first = turn("hi")
+    history = [first.message, steer]
+
+    async def read_history() -> Sequence[dict[str, Any]]:
+        return history
+
+    ctx = replace(first, history=history, read_history=read_history, read_attachments=read)
+    fake.script(text("never answered", delay=3), text("A cat."))
+    rt = runtime()
+    killed = asyncio.create_task(run_turn(fake, rt, ctx, **IMAGES))
+    await poll_until(lambda: fake.requests, what="the model call")
+    killed.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await killed
+    rerun = await run_turn(fake, rt, replace(ctx, attempt=2), **IMAGES)
+    assert getattr(rerun, "text", None) == "A cat."
+    url = f"data:image/png;base64,{ENCODED}"
+    assert [_image_urls(r.messages) for r in fake.requests] == [[url], [url]]
+    assert asked == ["m-2", "m-2"]
+    stored = "".join(
+        json.dumps(e.message) for e in await rt.sessions.transcript("demo", "user-1").entries()
+    )
+    assert ENCODED[:64] not in stored and DESCRIPTION in stored
