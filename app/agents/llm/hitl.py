@@ -16,6 +16,8 @@ __all__ = ["REQUEST_TYPE", "RESPONSE_TYPE", "TIMEOUT_TYPE"]
 
 ASK_USER = "ask_user"
 TIMEOUT_RESULT = "the person did not answer in time"
+# Leads the attachments of an answer: they follow the call's result as a user message.
+ATTACHED = "The person attached this to their answer:"
 
 
 async def ask_user(question: str, options: list[str] | None = None) -> str:

@@ -19,6 +19,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from app.agents.contract import AgentQuestion, TurnContext
 from app.agents.llm import hitl
+from app.agents.llm.attachments import UserTurn
 from app.agents.llm.batch import Batch, CallResult, arguments, bad_arguments
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.events import EventBus, ToolEnded, ToolStarted
@@ -99,13 +100,24 @@ class ToolCalls:
     async def _started(self, call: ToolCallPart) -> None:
         await self.events.emit(ToolStarted(self.ctx.task_id, call.tool_call_id, call.tool_name))
 
-    async def save_result(self, result: CallResult, extra: Mapping[str, Any] | None = None) -> None:
+    async def save_result(
+        self,
+        result: CallResult,
+        extra: Mapping[str, Any] | None = None,
+        user: UserTurn | None = None,
+    ) -> None:
+        """Save a call's result; ``user``: what came with it for the model (an answer's
+        attachments), saved in the same entry so both join the session or neither does."""
         step = self.session.take_step()
         meta: dict[str, Any] = {"artifacts": list(result.artifacts), **(extra or {})}
         part = ToolReturnPart(
             result.call.tool_name, result.text, result.call.tool_call_id, metadata=meta
         )
-        await self.session.save(f"step:{step}", ModelRequest(parts=[part]), behind=True)
+        kept = ModelRequest(parts=[part] if user is None else [part, user.kept])
+        live = None
+        if user is not None and user.live is not user.kept:
+            live = ModelRequest(parts=[part, user.live])
+        await self.session.save(f"step:{step}", kept, behind=True, live=live)
         await self.events.emit(
             ToolEnded(
                 self.ctx.task_id,

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse
 
 from app.agents.contract import AgentFailure, AgentQuestion, AgentReply, AgentResult, TurnContext
 from app.agents.llm import compaction, history, hitl
-from app.agents.llm.attachments import has_images, user_part
+from app.agents.llm.attachments import UserTurn, has_images, user_part
 from app.agents.llm.batch import CallResult
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.events import EventBus, ModelResponded, TurnEnded, TurnStarted
@@ -32,6 +32,7 @@ from app.agents.llm.session import message_of
 from app.agents.llm.steering import Steering
 from app.agents.llm.tool_calls import ToolCalls, options_of
 from app.agents.llm.turn_session import TurnSession
+from app.attachments.descriptions import has_attachments
 
 __all__ = ["Turn"]
 
@@ -167,7 +168,9 @@ class Turn:
         if ask is not None:
             answer = hitl.answer_of(self.ctx.message, self.ctx.turn.text, options_of(ask))
             await self.calls.save_result(
-                CallResult(ask, answer.result, "ok"), extra={"answer": message_id}
+                CallResult(ask, answer.result, "ok"),
+                extra={"answer": message_id},
+                user=await self._answer_attachments(),
             )
             return
         ctx = self.ctx
@@ -176,6 +179,15 @@ class Turn:
         await self.session.save(
             f"user:{message_id}", ModelRequest(parts=[turn.kept]), behind=True, live=live
         )
+
+    async def _answer_attachments(self) -> UserTurn | None:
+        """An answer's attachments, for the model after the call's result (its text is the
+        result): as a first message's are, images or a note, documents framed."""
+        ctx = self.ctx
+        if not has_attachments(ctx.message):
+            return None
+        turn = await user_part(hitl.ATTACHED, ctx.message, ctx.read_attachments, self.config)
+        return None if turn.kept.content == hitl.ATTACHED else turn
 
     async def _show_images_again(self) -> None:
         """A run again of this turn (its worker died after its messages joined the session)

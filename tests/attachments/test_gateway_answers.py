@@ -1,0 +1,97 @@
+"""Attachments that come with an answer to ``ask_user`` and with a delegating turn's message,
+through the real edge and worker on both backends (issue 55): the model gets them as it gets
+a first message's (image input, document framed text); a delegating turn's subagents get
+none."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from app.agents.llm.plugins import build_plugins
+from app.agents.llm.runtime import LlmRuntime
+from app.agents.registry import default_registry
+from app.db.engine import Database
+from app.db.storage import open_storage
+from app.testing.edge import EdgeHarness, edge_harness
+from app.testing.fake_model import FakeModelServer, text, tool_call
+from app.testing.pdfs import text_pdf
+from tests.polling import poll_until
+
+FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+PDF = text_pdf(["Invoice total 42 EUR"])
+OPTED_IN = {"attachments": {"images": True, "documents": True}}
+IMAGE_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
+
+
+def _message(message_id: str, words: str, task_id: str | None = None) -> dict[str, Any]:
+    image = {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png", "filename": "a.png"}
+    pdf = {"raw": base64.b64encode(PDF).decode(), "mediaType": "application/pdf"}
+    message: dict[str, Any] = {
+        "messageId": message_id,
+        "role": "ROLE_USER",
+        "parts": [{"text": words}, image, pdf],
+    }
+    if task_id is not None:
+        message["taskId"] = task_id
+    return {"message": message, "configuration": {"returnImmediately": True}}
+
+
+def _runtime(db: Database) -> LlmRuntime:
+    storage = open_storage(db)
+    return LlmRuntime(
+        environ={},
+        failure_text="failed",
+        plugins=build_plugins([], {}),
+        sessions=storage.sessions,
+        subtasks=storage.subtasks,
+    )
+
+
+async def _state(edge: EdgeHarness, task_id: str, state: str) -> None:
+    async def reached() -> bool | None:
+        task = await edge.result("GetTask", {"id": task_id}, tenant="t")
+        return True if task["status"]["state"] == f"TASK_STATE_{state}" else None
+
+    await poll_until(reached, what=state)
+
+
+def _has_attachments(content: Any) -> bool:
+    """Whether a user message's content carries the image and the framed PDF text."""
+    if not isinstance(content, list):
+        return False
+    urls = [c["image_url"]["url"] for c in content if c.get("type") == "image_url"]
+    texts = "".join(c.get("text", "") for c in content if c.get("type") == "text")
+    return urls == [IMAGE_URL] and "[page 1]\nInvoice total 42 EUR" in texts
+
+
+async def test_an_answers_attachments_reach_the_model(db_url: str) -> None:
+    db = Database(db_url)
+    with FakeModelServer() as fake:
+        fake.script(tool_call("ask_user", {"question": "Which one?"}, call_id="q1"), text("ok"))
+        config = {
+            "model": {"base_url": fake.base_url, "name": "fake"},
+            "system_prompt": "Ask.",
+            **OPTED_IN,
+        }
+        async with edge_harness(
+            db_url, background=True, agents=default_registry(_runtime(db)), **FAST
+        ) as edge:
+            await edge.add_tenant("t", agent="llm", agent_config=config, require_push_config=False)
+            start = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "pick"}]}
+            sent = await edge.result("SendMessage", {"message": start}, tenant="t")
+            task_id = sent["task"]["id"]
+            await _state(edge, task_id, "INPUT_REQUIRED")
+            await edge.result("SendMessage", _message("m-2", "this one", task_id), tenant="t")
+            await _state(edge, task_id, "COMPLETED")
+    await db.dispose()
+    messages = fake.requests[-1].messages
+    tool = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    assert messages[tool]["content"] == "this one"  # the answer's text is the call's result
+    after = messages[tool + 1]
+    assert after["role"] == "user" and _has_attachments(after["content"])
+    assert after["content"][0] == {
+        "type": "text",
+        "text": "The person attached this to their answer:",
+    }
