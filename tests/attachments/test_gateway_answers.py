@@ -16,6 +16,7 @@ from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.fake_model import FakeModelServer, text, tool_call
 from app.testing.pdfs import text_pdf
+from tests.agents.llm.delegation.kit import delegate, delegation, final
 from tests.polling import poll_until
 
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
@@ -95,3 +96,30 @@ async def test_an_answers_attachments_reach_the_model(db_url: str) -> None:
         "type": "text",
         "text": "The person attached this to their answer:",
     }
+
+
+async def test_a_delegating_coordinator_gets_the_attachments_its_subagents_none(
+    db_url: str,
+) -> None:
+    db = Database(db_url)
+    with FakeModelServer() as fake:
+        fake.script(delegate("read it"), text("subagent result"), final("done"))
+        config = {
+            "model": {"base_url": fake.base_url, "name": "fake"},
+            "system_prompt": "You coordinate.",
+            "delegation": delegation(),
+            **OPTED_IN,
+        }
+        async with edge_harness(
+            db_url, background=True, agents=default_registry(_runtime(db)), **FAST
+        ) as edge:
+            await edge.add_tenant("t", agent="llm", agent_config=config, require_push_config=False)
+            sent = await edge.result("SendMessage", _message("m-1", "what is this?"), tenant="t")
+            await _state(edge, sent["task"]["id"], "COMPLETED")
+    await db.dispose()
+    first, subagent, second = fake.requests
+    users = [m["content"] for m in first.messages if m["role"] == "user"]
+    assert len(users) == 1 and _has_attachments(users[0])
+    assert users[0][0] == {"type": "text", "text": "what is this?"}
+    assert "image_url" not in str(subagent.messages) and "Invoice" not in str(subagent.messages)
+    assert any(_has_attachments(m["content"]) for m in second.messages if m["role"] == "user")

@@ -33,7 +33,6 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
-    UserPromptPart,
 )
 
 from app.agents.contract import (
@@ -45,6 +44,7 @@ from app.agents.contract import (
     TurnStopped,
 )
 from app.agents.llm import compaction, history
+from app.agents.llm.attachments import user_part
 from app.agents.llm.config import LlmConfig
 from app.agents.llm.delegation import asking, control
 from app.agents.llm.delegation.config import DelegationConfig
@@ -241,8 +241,13 @@ class DelegatingTurn:
             answer = asking.answer(asked, self.ctx, message_id)
             await self._save(f"round:{round_no}:results", answer)
             return
-        part = UserPromptPart(self.ctx.turn.for_model())
-        await self._save(f"user:{message_id}", ModelRequest(parts=[part]))
+        # The message's attachments reach the coordinator's model as in the plain loop
+        # (images, or a note without vision; documents as framed text); subagents get only
+        # the prompts the coordinator writes them, never the attachments (isolation).
+        ctx = self.ctx
+        turn = await user_part(ctx.turn.for_model(), ctx.message, ctx.read_attachments, self.config)
+        live = None if turn.live is turn.kept else ModelRequest(parts=[turn.live])
+        await self.session.save(f"user:{message_id}", ModelRequest(parts=[turn.kept]), live=live)
 
     def _pending_ask(self) -> tuple[int, SessionEntry] | None:
         """The round whose question has no answer yet (at most one: the rounds stop there)."""
