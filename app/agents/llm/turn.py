@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Any
 
-from pydantic_ai.messages import ModelRequest, ModelResponse
+from pydantic_ai.messages import ModelRequest, ModelResponse, ToolReturnPart
 
 from app.agents.contract import AgentFailure, AgentQuestion, AgentReply, AgentResult, TurnContext
 from app.agents.llm import compaction, history, hitl
@@ -194,6 +194,9 @@ class Turn:
         gives the model their images again, read from the turn store: the session keeps only
         their descriptions, which later turns get."""
         ctx = self.ctx
+        answered = self.session.answered_in(str(ctx.message.get("messageId")))
+        if answered is not None and has_images(ctx.message):
+            await self._show_answer_again(answered)
         for message in [ctx.message, *self.steering.taken()]:
             suffix = f"user:{message.get('messageId')}"
             if not has_images(message) or self.session.entry(suffix) is None:
@@ -205,6 +208,20 @@ class Turn:
                 turn = await self.steering.user_turn(message)
             if turn.live is not turn.kept:
                 self.session.show(suffix, ModelRequest(parts=[turn.live]))
+
+    async def _show_answer_again(self, suffix: str) -> None:
+        """The answer's images again, after the call's result saved with them (not when this
+        run saved them: it shows them already)."""
+        if self.session.prefix + suffix in self.session.live:
+            return
+        turn = await self._answer_attachments()
+        entry = self.session.entry(suffix)
+        if turn is None or turn.live is turn.kept or entry is None:
+            return
+        saved = message_of(entry)
+        results = [p for p in saved.parts if isinstance(p, ToolReturnPart)]
+        if results:
+            self.session.show(suffix, ModelRequest(parts=[*results, turn.live]))
 
     async def _compact(self) -> None:
         session = self.session

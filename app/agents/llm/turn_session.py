@@ -116,15 +116,19 @@ class TurnSession:
     def applied(self, message_id: str) -> bool:
         """Whether a user message is in the session already: as a user entry, or as the
         answer to a question (a tool result naming it)."""
-        if self.entry(f"user:{message_id}") is not None:
-            return True
+        return (
+            self.entry(f"user:{message_id}") is not None or self.answered_in(message_id) is not None
+        )
+
+    def answered_in(self, message_id: str) -> str | None:
+        """The suffix of the entry holding the tool result that ``message_id`` answered."""
         for item in self.own():
             if isinstance(item.message, ModelRequest):
                 for part in item.message.parts:
                     meta = part.metadata if isinstance(part, ToolReturnPart) else None
                     if isinstance(meta, dict) and meta.get("answer") == message_id:
-                        return True
-        return False
+                        return item.entry_id[len(self.prefix) :]
+        return None
 
     def artifacts(self) -> tuple[dict[str, Any], ...]:
         out: list[dict[str, Any]] = []

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from app.agents.contract import TurnContext
+from app.agents.contract import AgentQuestion, TurnContext
 from app.agents.llm.attachments import EARLIER
 from app.attachments.descriptions import described_message
 from app.attachments.stored import Attachment
 from app.db.storage import Storage
 from app.security.caller import CallerScope
 from app.testing.edge import EdgeHarness, edge_harness
-from app.testing.fake_model import FakeModelServer, text
+from app.testing.fake_model import FakeModelServer, text, tool_call
 from tests.agents.llm.kit import llm_config, run_turn, runtime, turn
 from tests.polling import poll_until
 
@@ -144,6 +144,49 @@ async def test_a_steering_image_is_given_again_on_a_rerun_of_its_turn(
     assert getattr(rerun, "text", None) == "A cat."
     url = f"data:image/png;base64,{ENCODED}"
     assert [_image_urls(r.messages) for r in fake.requests] == [[url], [url]]
+    assert asked == ["m-2", "m-2"]
+    stored = "".join(
+        json.dumps(e.message) for e in await rt.sessions.transcript("demo", "user-1").entries()
+    )
+    assert ENCODED[:64] not in stored and DESCRIPTION in stored
+
+
+async def test_an_answers_image_is_given_again_on_a_rerun_of_its_turn(
+    fake: FakeModelServer,
+) -> None:
+    """An answer to ask_user with an image: its result and image joined the session before the
+    worker died; the run again of that turn reads the image again and gives it after the
+    result."""
+    image = Attachment(1, "image", "image/png", "cat.png", PNG)
+    answer = described_message(
+        {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "this one"}, {}]}, [image]
+    )
+    asked: list[str] = []
+
+    async def read(message_id: str) -> Sequence[Attachment]:
+        asked.append(message_id)
+        return [image] if message_id == "m-2" else []
+
+    fake.script(
+        tool_call("ask_user", {"question": "Which?"}, call_id="q1"),
+        text("never answered", delay=3),
+        text("That one."),
+    )
+    rt = runtime()
+    question = await run_turn(fake, rt, turn("pick one"), **IMAGES)
+    assert isinstance(question, AgentQuestion)
+    ctx = replace(turn("", kind="resume", message=answer), read_attachments=read)
+    killed = asyncio.create_task(run_turn(fake, rt, ctx, **IMAGES))
+    await poll_until(lambda: len(fake.requests) == 2 or None, what="the answer's model call")
+    killed.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await killed
+    rerun = await run_turn(fake, rt, replace(ctx, attempt=2), **IMAGES)
+    assert getattr(rerun, "text", None) == "That one."
+    url = f"data:image/png;base64,{ENCODED}"
+    assert [_image_urls(r.messages) for r in fake.requests[1:]] == [[url], [url]]
+    assert fake.requests[1].messages[-2:] == fake.requests[2].messages[-2:]
+    assert fake.requests[2].messages[-2]["content"] == "this one"  # the call's result
     assert asked == ["m-2", "m-2"]
     stored = "".join(
         json.dumps(e.message) for e in await rt.sessions.transcript("demo", "user-1").entries()
