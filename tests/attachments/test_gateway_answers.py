@@ -8,15 +8,13 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from app.agents.llm.plugins import build_plugins
-from app.agents.llm.runtime import LlmRuntime
 from app.agents.registry import default_registry
 from app.db.engine import Database
-from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.fake_model import FakeModelServer, text, tool_call
 from app.testing.pdfs import text_pdf
 from tests.agents.llm.delegation.kit import delegate, delegation, final
+from tests.attachments.kit import llm_runtime
 from tests.polling import poll_until
 
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
@@ -37,17 +35,6 @@ def _message(message_id: str, words: str, task_id: str | None = None) -> dict[st
     if task_id is not None:
         message["taskId"] = task_id
     return {"message": message, "configuration": {"returnImmediately": True}}
-
-
-def _runtime(db: Database) -> LlmRuntime:
-    storage = open_storage(db)
-    return LlmRuntime(
-        environ={},
-        failure_text="failed",
-        plugins=build_plugins([], {}),
-        sessions=storage.sessions,
-        subtasks=storage.subtasks,
-    )
 
 
 async def _state(edge: EdgeHarness, task_id: str, state: str) -> None:
@@ -77,7 +64,7 @@ async def test_an_answers_attachments_reach_the_model(db_url: str) -> None:
             **OPTED_IN,
         }
         async with edge_harness(
-            db_url, background=True, agents=default_registry(_runtime(db)), **FAST
+            db_url, background=True, agents=default_registry(llm_runtime(db)), **FAST
         ) as edge:
             await edge.add_tenant("t", agent="llm", agent_config=config, require_push_config=False)
             start = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "pick"}]}
@@ -111,7 +98,7 @@ async def test_a_delegating_coordinator_gets_the_attachments_its_subagents_none(
             **OPTED_IN,
         }
         async with edge_harness(
-            db_url, background=True, agents=default_registry(_runtime(db)), **FAST
+            db_url, background=True, agents=default_registry(llm_runtime(db)), **FAST
         ) as edge:
             await edge.add_tenant("t", agent="llm", agent_config=config, require_push_config=False)
             sent = await edge.result("SendMessage", _message("m-1", "what is this?"), tenant="t")

@@ -7,13 +7,11 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from app.agents.llm.plugins import build_plugins
-from app.agents.llm.runtime import LlmRuntime
 from app.agents.registry import default_registry
 from app.db.engine import Database
-from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.fake_model import FakeModelServer, text
+from tests.attachments.kit import llm_runtime
 from tests.polling import poll_until
 
 FAST = {"poll_seconds": 0.05, "turn_retry_base_seconds": 0.01}
@@ -45,12 +43,7 @@ async def _tasks(edge: EdgeHarness, tenant: str) -> list[Any]:
 
 async def test_png_reaches_the_model_and_refusals_leave_nothing(db_url: str) -> None:
     db = Database(db_url)
-    runtime = LlmRuntime(
-        environ={},
-        failure_text="failed",
-        plugins=build_plugins([], {}),
-        sessions=open_storage(db).sessions,
-    )
+    runtime = llm_runtime(db)
     with FakeModelServer() as fake:
         fake.script(text("A gradient."), text("Milk."))
         async with edge_harness(

@@ -9,14 +9,12 @@ import base64
 import json
 from typing import Any
 
-from app.agents.llm.plugins import build_plugins
-from app.agents.llm.runtime import LlmRuntime
 from app.agents.registry import default_registry
 from app.db.engine import Database
-from app.db.storage import open_storage
 from app.testing.edge import EdgeHarness, edge_harness
 from app.testing.fake_model import FakeModelServer, text
 from app.testing.pdfs import text_pdf
+from tests.attachments.kit import llm_runtime
 from tests.polling import poll_until
 from tests.tasks.sse_client import SseCall
 
@@ -47,12 +45,7 @@ def _reply(task: dict[str, Any]) -> str:
 
 async def test_history_describes_and_agents_see_the_description(db_url: str) -> None:
     db = Database(db_url)
-    runtime = LlmRuntime(
-        environ={},
-        failure_text="failed",
-        plugins=build_plugins([], {}),
-        sessions=open_storage(db).sessions,
-    )
+    runtime = llm_runtime(db)
     with FakeModelServer() as fake:
         fake.script(text("I cannot see it."))
         blind = {"model": {"base_url": fake.base_url, "name": "fake", "vision": False}, **IMAGES}
@@ -96,12 +89,7 @@ async def test_history_describes_and_agents_see_the_description(db_url: str) -> 
 
 async def test_a_pdf_reaches_the_model_as_page_labelled_text(db_url: str) -> None:
     db = Database(db_url)
-    runtime = LlmRuntime(
-        environ={},
-        failure_text="failed",
-        plugins=build_plugins([], {}),
-        sessions=open_storage(db).sessions,
-    )
+    runtime = llm_runtime(db)
     pdf = text_pdf(["Invoice total 42 EUR"])
     with FakeModelServer() as fake:
         fake.script(text("It says 42 EUR."))
@@ -167,12 +155,7 @@ async def test_a_stream_carries_the_description_never_the_bytes(db_url: str) -> 
 async def test_a_steering_image_reaches_the_model(db_url: str) -> None:
     """An image sent to a running llm task joins its loop read from the turn store."""
     db = Database(db_url)
-    runtime = LlmRuntime(
-        environ={},
-        failure_text="failed",
-        plugins=build_plugins([], {}),
-        sessions=open_storage(db).sessions,
-    )
+    runtime = llm_runtime(db)
     with FakeModelServer() as fake:
         fake.script(text("first", delay=1.5), text("second"))
         config = {"model": {"base_url": fake.base_url, "name": "fake"}, **IMAGES}
